@@ -1,0 +1,12 @@
+\echo Use "CREATE EXTENSION mvinc" to load this file. \quit
+
+-- mvinc install script, part 00: the server set-up check.
+-- The extension schema is "mvinc" (see mvinc.control); every object here is
+-- created in it and referenced schema-qualified, so search_path cannot
+-- redirect the extension's own calls.
+
+CREATE FUNCTION mvinc._check_setup() RETURNS void
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'mvinc_check_setup';
+
+SELECT mvinc._check_setup();

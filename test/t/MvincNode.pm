@@ -1,0 +1,29 @@
+# MvincNode: a PostgreSQL::Test::Cluster set up as mvinc needs
+# (wal_level = logical, mvinc preloaded), shared by the TAP tests.
+package MvincNode;
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use Exporter 'import';
+
+our @EXPORT = qw(mvinc_node);
+
+# Create and start a node; extra postgresql.conf lines may be passed.
+sub mvinc_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', qq(
+shared_preload_libraries = 'mvinc'
+max_replication_slots = 20
+max_worker_processes = 32
+max_prepared_transactions = 10
+));
+	$node->append_conf('postgresql.conf', $opts{conf}) if $opts{conf};
+	$node->start unless $opts{no_start};
+	return $node;
+}
+
+1;
