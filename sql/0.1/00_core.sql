@@ -10,3 +10,7 @@ CREATE FUNCTION mvinc._check_setup() RETURNS void
     AS 'MODULE_PATHNAME', 'mvinc_check_setup';
 
 SELECT mvinc._check_setup();
+
+-- The extension's own tables are heap whatever the session's default table
+-- access method is (CREATE EXTENSION scopes this SET LOCAL to the script).
+SET LOCAL default_table_access_method = heap;
