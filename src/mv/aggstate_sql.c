@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_collation.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -98,6 +99,10 @@ site_info(FunctionCallInfo fcinfo, Oid aggfnoid, int firstarg, bool retract)
 	Oid			collation = PG_GET_COLLATION();
 	SiteEntry  *e;
 	int			i;
+
+	/* states of collatable inputs merge under the default collation */
+	if (!OidIsValid(collation))
+		collation = DEFAULT_COLLATION_OID;
 
 	for (i = 0; i < site->nentries; i++)
 	{
