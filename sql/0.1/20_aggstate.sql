@@ -64,3 +64,28 @@ CREATE FUNCTION mvinc.agg_kind(aggfn regprocedure)
 CREATE FUNCTION mvinc.agg_kind_detail(aggfn regprocedure)
     RETURNS text LANGUAGE c STRICT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_kind_detail';
+
+-- approx_count_distinct: a mergeable HyperLogLog (src/mv/hll.c).
+CREATE FUNCTION mvinc._hll_trans(internal, anyelement)
+    RETURNS internal LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_hll_trans';
+CREATE FUNCTION mvinc._hll_combine(internal, internal)
+    RETURNS internal LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_hll_combine';
+CREATE FUNCTION mvinc._hll_serialize(internal)
+    RETURNS bytea LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_hll_serialize';
+CREATE FUNCTION mvinc._hll_deserialize(bytea, internal)
+    RETURNS internal LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_hll_deserialize';
+CREATE FUNCTION mvinc._hll_final(internal)
+    RETURNS bigint LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_hll_final';
+
+-- The approximate number of distinct non-NULL values (about 1.6 % error).
+CREATE AGGREGATE mvinc.approx_count_distinct(anyelement) (
+    SFUNC = mvinc._hll_trans, STYPE = internal, SSPACE = 4200,
+    FINALFUNC = mvinc._hll_final,
+    COMBINEFUNC = mvinc._hll_combine,
+    SERIALFUNC = mvinc._hll_serialize, DESERIALFUNC = mvinc._hll_deserialize,
+    PARALLEL = SAFE);

@@ -1,4 +1,6 @@
 -- Aggregate states: build, merge, combine and finish common aggregates.
+CREATE SCHEMA aggstate_basic;
+SET search_path = aggstate_basic;
 SET extra_float_digits = 0;
 CREATE TABLE t (g int, x int, y numeric, z float8, s text);
 INSERT INTO t SELECT i % 3, i, i / 7.0, i * 1.5, 'v' || i FROM generate_series(1, 20) i;
@@ -24,3 +26,8 @@ SELECT mvinc.agg_final('avg(integer)', mvinc.agg_merge('avg(integer)', st), NULL
 -- empty input
 SELECT mvinc.agg_state('sum(integer)', x) FROM t WHERE false;
 SELECT mvinc.agg_final('count()', NULL, NULL::bigint), mvinc.agg_final('sum(integer)', NULL, NULL::bigint);
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA aggstate_basic CASCADE;
+RESET client_min_messages;

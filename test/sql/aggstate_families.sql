@@ -4,6 +4,8 @@
 -- the whole table, then finished (agg_final), must equal the plain
 -- aggregate.  Floating-point results may differ in the last digits
 -- because the summation order differs; they are compared relatively.
+CREATE SCHEMA aggstate_families;
+SET search_path = aggstate_families;
 SELECT setseed(0.4242);
 CREATE TABLE src (g int, chunk int, i2 int2, i4 int4, i8 int8, n numeric,
                   f4 float4, f8 float8, y float8, m money, iv interval,
@@ -115,3 +117,8 @@ SELECT u.agg, c.*
   FROM under_test u, check_agg(u.agg) c
  WHERE u.kind <> 'unsupported'
  ORDER BY u.agg::text;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA aggstate_families CASCADE;
+RESET client_min_messages;

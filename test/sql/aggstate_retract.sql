@@ -2,6 +2,8 @@
 -- sign > 0 and retracts rows with sign < 0 through the aggregate's
 -- inverse transition function.  After deleting and inserting rows, every
 -- retractable aggregate's applied state must equal its recomputation.
+CREATE SCHEMA aggstate_retract;
+SET search_path = aggstate_retract;
 SELECT setseed(0.1717);
 CREATE TABLE r (id int PRIMARY KEY, g int, i2 int2, i4 int4, i8 int8,
                 n numeric, m money, iv interval);
@@ -115,3 +117,8 @@ SELECT mvinc.agg_final('sum(numeric)', mvinc.agg_apply('sum(numeric)', s, -1, 2:
 SELECT mvinc.agg_state('count()') FROM generate_series(1, 3);
 SELECT mvinc.agg_state('sum(interval)', iv) FROM one WHERE false;
 SELECT mvinc.agg_apply('sum(interval)', s_iv, -1, iv) FROM st, one;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA aggstate_retract CASCADE;
+RESET client_min_messages;
