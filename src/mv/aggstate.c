@@ -106,7 +106,7 @@ MvincAggGetKind(Oid aggfnoid, const char **detail, const char **hint)
 
 	if (prokind != PROKIND_AGGREGATE)
 	{
-		d = _("It is not an aggregate function.");
+		d = _("It is not an aggregate function.");	/* agg_kind_detail only */
 		h = _("Pass an aggregate function, such as 'sum(integer)'::regprocedure.");
 		goto done;
 	}
@@ -197,7 +197,7 @@ MvincAggCheck(Oid aggfnoid, bool need_retract)
 						format_procedure(aggfnoid)) :
 				 errmsg("aggregate function \"%s\" cannot be stored as a partial state",
 						format_procedure(aggfnoid)),
-				 errdetail_internal("%s", detail),
+				 notagg ? 0 : errdetail_internal("%s", detail),
 				 errhint("%s", hint)));
 	}
 	if (need_retract && kind != MVINC_AGG_RETRACTABLE)
@@ -221,8 +221,9 @@ check_arg_types(Oid aggfnoid, Form_pg_proc proc, int nargs, const Oid *argtypes)
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("wrong number of arguments for aggregate function \"%s\"",
 						format_procedure(aggfnoid)),
-				 errdetail("The aggregate takes %d arguments, %d were given.",
-						   proc->pronargs, nargs),
+				 errdetail_plural("The aggregate takes %d argument, the call passes %d.",
+								  "The aggregate takes %d arguments, the call passes %d.",
+								  proc->pronargs, proc->pronargs, nargs),
 				 errhint("Pass the aggregate's arguments after the aggregate function itself.")));
 
 	for (i = 0; i < nargs; i++)
@@ -687,8 +688,10 @@ MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					 errmsg("invalid state of aggregate function \"%s\"",
 							format_procedure(info->aggfnoid)),
-					 errdetail("The state has %d bytes left over after its %s value.",
-							   buf.len - buf.cursor, format_type_be(info->transtype))));
+					 errdetail_plural("The state has %d byte left over after its %s value.",
+									  "The state has %d bytes left over after its %s value.",
+									  buf.len - buf.cursor,
+									  buf.len - buf.cursor, format_type_be(info->transtype))));
 		v->isnull = false;
 		pfree(buf.data);
 	}
