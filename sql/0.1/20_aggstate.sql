@@ -23,20 +23,35 @@ CREATE FUNCTION mvinc._agg_apply_trans(internal, regprocedure, bytea, integer)
 CREATE FUNCTION mvinc._agg_state_final(internal)
     RETURNS bytea LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_state_final';
+CREATE FUNCTION mvinc._agg_state_combine(internal, internal)
+    RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_state_combine';
+CREATE FUNCTION mvinc._agg_state_serialize(internal)
+    RETURNS bytea LANGUAGE c STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_state_serialize';
+CREATE FUNCTION mvinc._agg_state_deserialize(bytea, internal)
+    RETURNS internal LANGUAGE c STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_state_deserialize';
 
 -- The state of aggfn over the rows: mvinc.agg_state('sum(integer)', x).
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure, VARIADIC "any") (
     SFUNC = mvinc._agg_state_trans, STYPE = internal,
-    FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 -- The same for aggregates without arguments: mvinc.agg_state('count()').
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure) (
     SFUNC = mvinc._agg_state_trans, STYPE = internal,
-    FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 
 -- States merged with aggfn's combine function.
 CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea) (
     SFUNC = mvinc._agg_merge_trans, STYPE = internal,
-    FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 
 -- A base state with rows added (sign > 0) and retracted (sign < 0);
 -- NULL when a retraction is refused: recompute the group.

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -304,6 +305,15 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 	int			maxargs;
 
 	MvincAggCheck(aggfnoid, false);
+
+	/* our wrappers are parallel safe; the aggregate they run must be too */
+	if (IsParallelWorker() && func_parallel(aggfnoid) != PROPARALLEL_SAFE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function \"%s\" is not parallel safe",
+						format_procedure(aggfnoid)),
+				 errdetail("A parallel worker was asked to run it."),
+				 errhint("Recreate the aggregate with PARALLEL = SAFE, or set max_parallel_workers_per_gather to 0.")));
 
 	aclresult = pg_proc_aclcheck(aggfnoid, GetUserId(), ACL_EXECUTE);
 	if (aclresult != ACLCHECK_OK)
@@ -700,14 +710,60 @@ MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
 	v->count = count;
 }
 
+/*
+ * Merge the state o into v with the combine function, as nodeAgg does
+ * when it finalizes partial states.  o is not changed, but v may take
+ * over parts of it only through the combine function's own copying.
+ */
+void
+MvincAggCombineValue(MvincAggInfo *info, MvincAggValue *v, MvincAggValue *o)
+{
+	FunctionCallInfo fcinfo = info->fcinfo;
+	Datum		newval;
+	bool		newnull;
+
+	if (info->counted && o->count == 0)
+		return;
+
+	if (info->combinefn.fn_strict)
+	{
+		if (o->isnull)
+		{
+			v->count += o->count;
+			return;
+		}
+		if (v->noTransValue)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(v->cxt);
+
+			v->value = datumCopy(o->value, info->transtypeByVal, info->transtypeLen);
+			v->isnull = false;
+			v->noTransValue = false;
+			v->count += o->count;
+			MemoryContextSwitchTo(oldcxt);
+			return;
+		}
+		if (v->isnull)
+		{
+			v->count += o->count;
+			return;
+		}
+	}
+
+	fcinfo->args[0].value = v->value;
+	fcinfo->args[0].isnull = v->isnull;
+	fcinfo->args[1].value = o->value;
+	fcinfo->args[1].isnull = o->isnull;
+	newval = call_support(info, &info->combinefn, v, info->collation, 2, &newnull);
+	set_state(info, v, newval, newnull);
+	v->count += o->count;
+}
+
 /* Merge a stored state into v with the combine function (NULL: nothing) */
 void
 MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other)
 {
-	FunctionCallInfo fcinfo = info->fcinfo;
 	MvincAggValue o;
-	Datum		newval;
-	bool		newnull;
 
 	if (other == NULL)
 		return;
@@ -715,41 +771,7 @@ MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other)
 	/* the other state is garbage once combined: build it here */
 	o.cxt = CurrentMemoryContext;
 	MvincAggDeserialize(info, &o, other);
-	if (info->counted && o.count == 0)
-		return;
-
-	if (info->combinefn.fn_strict)
-	{
-		if (o.isnull)
-		{
-			v->count += o.count;
-			return;
-		}
-		if (v->noTransValue)
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(v->cxt);
-
-			v->value = datumCopy(o.value, info->transtypeByVal, info->transtypeLen);
-			v->isnull = false;
-			v->noTransValue = false;
-			v->count += o.count;
-			MemoryContextSwitchTo(oldcxt);
-			return;
-		}
-		if (v->isnull)
-		{
-			v->count += o.count;
-			return;
-		}
-	}
-
-	fcinfo->args[0].value = v->value;
-	fcinfo->args[0].isnull = v->isnull;
-	fcinfo->args[1].value = o.value;
-	fcinfo->args[1].isnull = o.isnull;
-	newval = call_support(info, &info->combinefn, v, info->collation, 2, &newnull);
-	set_state(info, v, newval, newnull);
-	v->count += o.count;
+	MvincAggCombineValue(info, v, &o);
 }
 
 /* The stored form of v, in CurrentMemoryContext (NULL: empty state) */

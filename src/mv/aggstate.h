@@ -98,6 +98,8 @@ extern void MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v,
 								bytea *state);
 extern void MvincAggCombine(MvincAggInfo *info, MvincAggValue *v,
 							bytea *other);
+extern void MvincAggCombineValue(MvincAggInfo *info, MvincAggValue *v,
+								 MvincAggValue *o);
 extern bytea *MvincAggSerialize(MvincAggInfo *info, MvincAggValue *v);
 extern Datum MvincAggFinalize(MvincAggInfo *info, MvincAggValue *v,
 							  bool *isnull);

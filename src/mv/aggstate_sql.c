@@ -10,6 +10,7 @@
 
 #include "catalog/pg_collation.h"
 #include "fmgr.h"
+#include "libpq/pqformat.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -22,6 +23,9 @@ PG_FUNCTION_INFO_V1(mvinc_agg_state_trans);
 PG_FUNCTION_INFO_V1(mvinc_agg_merge_trans);
 PG_FUNCTION_INFO_V1(mvinc_agg_apply_trans);
 PG_FUNCTION_INFO_V1(mvinc_agg_state_final);
+PG_FUNCTION_INFO_V1(mvinc_agg_state_combine);
+PG_FUNCTION_INFO_V1(mvinc_agg_state_serialize);
+PG_FUNCTION_INFO_V1(mvinc_agg_state_deserialize);
 PG_FUNCTION_INFO_V1(mvinc_agg_combine);
 PG_FUNCTION_INFO_V1(mvinc_agg_final);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind);
@@ -93,10 +97,10 @@ site_cache(FunctionCallInfo fcinfo)
  * the query runs (group states point to them).
  */
 static SiteEntry *
-site_info(FunctionCallInfo fcinfo, Oid aggfnoid, int firstarg, bool retract)
+site_info(FunctionCallInfo fcinfo, Oid aggfnoid, Oid collation, int firstarg,
+		  bool retract)
 {
 	SiteCache  *site = site_cache(fcinfo);
-	Oid			collation = PG_GET_COLLATION();
 	SiteEntry  *e;
 	int			i;
 
@@ -170,7 +174,7 @@ acc_get(FunctionCallInfo fcinfo, int firstarg, bool retract)
 	}
 
 	acc = MemoryContextAllocZero(aggcxt, sizeof(AccState));
-	acc->info = site_info(fcinfo, aggfnoid, firstarg, retract)->info;
+	acc->info = site_info(fcinfo, aggfnoid, PG_GET_COLLATION(), firstarg, retract)->info;
 	MvincAggValueInit(acc->info, &acc->v, aggcxt);
 	return acc;
 }
@@ -260,6 +264,97 @@ mvinc_agg_state_final(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(result);
 }
 
+/*
+ * Partial aggregation of agg_state and agg_merge (parallel plans): the
+ * group states of workers are serialized with the aggregate's OID and
+ * collation, and combined in the leader.
+ */
+Datum
+mvinc_agg_state_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	AccState   *a = PG_ARGISNULL(0) ? NULL : (AccState *) PG_GETARG_POINTER(0);
+	AccState   *b = PG_ARGISNULL(1) ? NULL : (AccState *) PG_GETARG_POINTER(1);
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "aggregate state function called in non-aggregate context");
+	if (b == NULL)
+	{
+		if (a == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(a);
+	}
+	if (a == NULL)
+	{
+		a = MemoryContextAllocZero(aggcxt, sizeof(AccState));
+		a->info = b->info;
+		MvincAggValueInit(a->info, &a->v, aggcxt);
+	}
+	else if (a->info->aggfnoid != b->info->aggfnoid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("aggregate function argument must be the same for every row of a group"),
+				 errdetail("Rows name \"%s\" and \"%s\".",
+						   format_procedure(a->info->aggfnoid),
+						   format_procedure(b->info->aggfnoid))));
+	a->failed |= b->failed;
+	MvincAggCombineValue(a->info, &a->v, &b->v);
+	PG_RETURN_POINTER(a);
+}
+
+/* Serialize a group state for the leader: OIDs, then the stored state */
+Datum
+mvinc_agg_state_serialize(PG_FUNCTION_ARGS)
+{
+	AccState   *acc = (AccState *) PG_GETARG_POINTER(0);
+	bytea	   *state = MvincAggSerialize(acc->info, &acc->v);
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendint32(&buf, acc->info->aggfnoid);
+	pq_sendint32(&buf, acc->info->collation);
+	pq_sendbyte(&buf, (acc->failed ? 2 : 0) | (state ? 1 : 0));
+	if (state)
+		pq_sendbytes(&buf, VARDATA_ANY(state), VARSIZE_ANY_EXHDR(state));
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+/* Rebuild a worker's group state, in the current memory context */
+Datum
+mvinc_agg_state_deserialize(PG_FUNCTION_ARGS)
+{
+	bytea	   *b = PG_GETARG_BYTEA_PP(0);
+	StringInfoData buf;
+	Oid			aggfnoid;
+	Oid			collation;
+	int			flags;
+	bytea	   *state = NULL;
+	AccState   *acc;
+
+	buf.data = VARDATA_ANY(b);
+	buf.len = VARSIZE_ANY_EXHDR(b);
+	buf.maxlen = buf.len;
+	buf.cursor = 0;
+	aggfnoid = pq_getmsgint(&buf, 4);
+	collation = pq_getmsgint(&buf, 4);
+	flags = pq_getmsgbyte(&buf);
+	if (flags & 1)
+	{
+		int			len = buf.len - buf.cursor;
+
+		state = palloc(VARHDRSZ + len);
+		SET_VARSIZE(state, VARHDRSZ + len);
+		pq_copymsgbytes(&buf, VARDATA(state), len);
+	}
+
+	acc = palloc0(sizeof(AccState));
+	acc->info = site_info(fcinfo, aggfnoid, collation, -1, false)->info;
+	acc->failed = (flags & 2) != 0;
+	acc->v.cxt = CurrentMemoryContext;
+	MvincAggDeserialize(acc->info, &acc->v, state);
+	PG_RETURN_POINTER(acc);
+}
+
 /* agg_combine(aggfn, a, b): two stored states merged */
 Datum
 mvinc_agg_combine(PG_FUNCTION_ARGS)
@@ -272,7 +367,7 @@ mvinc_agg_combine(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	info = site_info(fcinfo, PG_GETARG_OID(0), -1, false)->info;
+	info = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), -1, false)->info;
 	site = site_cache(fcinfo);
 	if (PG_ARGISNULL(1) && PG_ARGISNULL(2))
 		PG_RETURN_NULL();
@@ -306,7 +401,7 @@ mvinc_agg_final(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	e = site_info(fcinfo, PG_GETARG_OID(0), -1, false);
+	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), -1, false);
 	site = site_cache(fcinfo);
 	if (e->resulttype == InvalidOid)
 	{
