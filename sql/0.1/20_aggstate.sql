@@ -80,6 +80,12 @@ CREATE FUNCTION mvinc.agg_kind_detail(aggfn regprocedure)
     RETURNS text LANGUAGE c STRICT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_kind_detail';
 
+-- Whether a state of one aggregate is also the state of another (sum and
+-- avg of numeric), so that a view can store it once.
+CREATE FUNCTION mvinc.agg_same_state(a regprocedure, b regprocedure)
+    RETURNS boolean LANGUAGE c STRICT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_same_state';
+
 -- approx_count_distinct: a mergeable HyperLogLog (src/mv/hll.c).
 CREATE FUNCTION mvinc._hll_trans(internal, anyelement)
     RETURNS internal LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE

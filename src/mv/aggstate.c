@@ -210,6 +210,68 @@ MvincAggCheck(Oid aggfnoid, bool need_retract)
 				 errhint("Recompute the group's state from its source rows with mvinc.agg_state().")));
 }
 
+/*
+ * True when two aggregates keep the same state from the same arguments
+ * (sum and avg of numeric): a state built for one can be merged, retracted
+ * and finished as the other, so a view can store it once.
+ */
+bool
+MvincAggSameState(Oid agg1, Oid agg2)
+{
+	HeapTuple	t1,
+				t2,
+				p1,
+				p2;
+	Form_pg_aggregate a1,
+				a2;
+	Form_pg_proc f1,
+				f2;
+	bool		same;
+
+	if (agg1 == agg2)
+		return MvincAggGetKind(agg1, NULL, NULL) != MVINC_AGG_UNSUPPORTED;
+	if (MvincAggGetKind(agg1, NULL, NULL) == MVINC_AGG_UNSUPPORTED ||
+		MvincAggGetKind(agg2, NULL, NULL) != MvincAggGetKind(agg1, NULL, NULL))
+		return false;
+
+	t1 = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg1));
+	t2 = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg2));
+	p1 = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg1));
+	p2 = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg2));
+	if (!HeapTupleIsValid(t1) || !HeapTupleIsValid(t2) ||
+		!HeapTupleIsValid(p1) || !HeapTupleIsValid(p2))
+		elog(ERROR, "cache lookup failed for aggregate %u or %u", agg1, agg2);
+	a1 = (Form_pg_aggregate) GETSTRUCT(t1);
+	a2 = (Form_pg_aggregate) GETSTRUCT(t2);
+	f1 = (Form_pg_proc) GETSTRUCT(p1);
+	f2 = (Form_pg_proc) GETSTRUCT(p2);
+
+	same = a1->aggtransfn == a2->aggtransfn &&
+		a1->aggtranstype == a2->aggtranstype &&
+		a1->aggcombinefn == a2->aggcombinefn &&
+		a1->aggserialfn == a2->aggserialfn &&
+		a1->aggdeserialfn == a2->aggdeserialfn &&
+		a1->aggminvtransfn == a2->aggminvtransfn &&
+		f1->pronargs == f2->pronargs &&
+		memcmp(f1->proargtypes.values, f2->proargtypes.values,
+			   f1->pronargs * sizeof(Oid)) == 0;
+	if (same)
+	{
+		bool		n1,
+					n2;
+		Datum		d1 = SysCacheGetAttr(AGGFNOID, t1, Anum_pg_aggregate_agginitval, &n1);
+		Datum		d2 = SysCacheGetAttr(AGGFNOID, t2, Anum_pg_aggregate_agginitval, &n2);
+
+		same = (n1 && n2) ||
+			(!n1 && !n2 && strcmp(TextDatumGetCString(d1), TextDatumGetCString(d2)) == 0);
+	}
+	ReleaseSysCache(t1);
+	ReleaseSysCache(t2);
+	ReleaseSysCache(p1);
+	ReleaseSysCache(p2);
+	return same;
+}
+
 /* Check that the actual argument types fit the aggregate's signature */
 static void
 check_arg_types(Oid aggfnoid, Form_pg_proc proc, int nargs, const Oid *argtypes)

@@ -85,6 +85,7 @@ typedef struct MvincAggValue
 extern MvincAggKind MvincAggGetKind(Oid aggfnoid, const char **detail,
 									const char **hint);
 extern void MvincAggCheck(Oid aggfnoid, bool need_retract);
+extern bool MvincAggSameState(Oid agg1, Oid agg2);
 extern MvincAggInfo *MvincAggInfoCreate(Oid aggfnoid, int nargs,
 										const Oid *argtypes, Oid collation,
 										MemoryContext mcxt);

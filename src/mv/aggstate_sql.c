@@ -30,6 +30,7 @@ PG_FUNCTION_INFO_V1(mvinc_agg_combine);
 PG_FUNCTION_INFO_V1(mvinc_agg_final);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind_detail);
+PG_FUNCTION_INFO_V1(mvinc_agg_same_state);
 
 /* One aggregate known to a call site */
 typedef struct SiteEntry
@@ -453,4 +454,11 @@ mvinc_agg_kind_detail(PG_FUNCTION_ARGS)
 	if (detail == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(detail));
+}
+
+/* agg_same_state(a, b): a state of a can be merged and finished as b */
+Datum
+mvinc_agg_same_state(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(MvincAggSameState(PG_GETARG_OID(0), PG_GETARG_OID(1)));
 }

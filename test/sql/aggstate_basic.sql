@@ -27,6 +27,15 @@ SELECT mvinc.agg_final('avg(integer)', mvinc.agg_merge('avg(integer)', st), NULL
 SELECT mvinc.agg_state('sum(integer)', x) FROM t WHERE false;
 SELECT mvinc.agg_final('count()', NULL, NULL::bigint), mvinc.agg_final('sum(integer)', NULL, NULL::bigint);
 
+-- aggregates that keep the same state share it
+SELECT a, b, mvinc.agg_same_state(a, b)
+  FROM (VALUES ('sum(numeric)'::regprocedure, 'avg(numeric)'::regprocedure),
+               ('sum(bigint)', 'avg(bigint)'), ('sum(integer)', 'avg(integer)'),
+               ('avg(integer)', 'avg(smallint)'), ('stddev(numeric)', 'variance(numeric)'),
+               ('sum(numeric)', 'stddev(numeric)'), ('max(integer)', 'max(integer)'),
+               ('string_agg(text,text)', 'string_agg(text,text)')) v(a, b);
+SELECT mvinc.agg_final('sum(numeric)', mvinc.agg_state('avg(numeric)', y), NULL::numeric), sum(y) FROM t;
+
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA aggstate_basic CASCADE;
