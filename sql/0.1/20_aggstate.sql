@@ -14,6 +14,9 @@ CREATE FUNCTION mvinc._agg_state_trans(internal, regprocedure)
 CREATE FUNCTION mvinc._agg_merge_trans(internal, regprocedure, bytea)
     RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_merge_trans';
+CREATE FUNCTION mvinc._agg_merge_trans(internal, regprocedure, bytea, anyelement)
+    RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_merge_trans';
 CREATE FUNCTION mvinc._agg_apply_trans(internal, regprocedure, bytea, integer, VARIADIC "any")
     RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_apply_trans';
@@ -52,6 +55,13 @@ CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea) (
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
     PARALLEL = SAFE);
+-- The same under the collation of the last argument, which is otherwise
+-- unused: mvinc.agg_merge('max(text)', s, NULL::text COLLATE "C").
+CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea, collation_from anyelement) (
+    SFUNC = mvinc._agg_merge_trans, STYPE = internal,
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 
 -- A base state with rows added (sign > 0) and retracted (sign < 0);
 -- NULL when a retraction is refused: recompute the group.
@@ -64,6 +74,9 @@ CREATE AGGREGATE mvinc.agg_apply(aggfn regprocedure, base bytea, sign integer) (
 
 -- Two states merged (NULL is the empty state).
 CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea)
+    RETURNS bytea LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_combine';
+CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea, collation_from anyelement)
     RETURNS bytea LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_combine';
 

@@ -36,6 +36,19 @@ SELECT a, b, mvinc.agg_same_state(a, b)
                ('string_agg(text,text)', 'string_agg(text,text)')) v(a, b);
 SELECT mvinc.agg_final('sum(numeric)', mvinc.agg_state('avg(numeric)', y), NULL::numeric), sum(y) FROM t;
 
+-- min/max of text merge under the collation the caller names (the states
+-- were built under the column's): C puts 'a' after 'B', ICU before.
+CREATE TABLE c (k int, s text COLLATE "C");
+INSERT INTO c VALUES (1, 'a'), (2, 'B');
+CREATE TABLE cs AS SELECT k, mvinc.agg_state('max(text)', s) st FROM c GROUP BY k;
+SELECT mvinc.agg_final('max(text)', mvinc.agg_merge('max(text)', st, NULL::text COLLATE "C"), NULL::text) AS c,
+       mvinc.agg_final('max(text)', mvinc.agg_merge('max(text)', st, NULL::text COLLATE "und-x-icu"), NULL::text) AS icu,
+       (SELECT max(s) FROM c) AS plain
+  FROM cs;
+SELECT mvinc.agg_final('max(text)', mvinc.agg_combine('max(text)', a.st, b.st, NULL::text COLLATE "C"), NULL::text) AS c,
+       mvinc.agg_final('max(text)', mvinc.agg_combine('max(text)', a.st, b.st, NULL::text COLLATE "und-x-icu"), NULL::text) AS icu
+  FROM cs a, cs b WHERE a.k = 1 AND b.k = 2;
+
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA aggstate_basic CASCADE;
