@@ -55,9 +55,10 @@ CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea) (
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
     PARALLEL = SAFE);
--- The same under the collation of the last argument, which is otherwise
--- unused: mvinc.agg_merge('max(text)', s, NULL::text COLLATE "C").
-CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea, collation_from anyelement) (
+-- The same, told the aggregate's argument type and collation by a sample
+-- value: mvinc.agg_merge('max(text)', s, NULL::text COLLATE "C"), or
+-- mvinc.agg_merge('max(anyarray)', s, NULL::int[]) for a polymorphic state.
+CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea, sample anyelement) (
     SFUNC = mvinc._agg_merge_trans, STYPE = internal,
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
@@ -76,7 +77,7 @@ CREATE AGGREGATE mvinc.agg_apply(aggfn regprocedure, base bytea, sign integer) (
 CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea)
     RETURNS bytea LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_combine';
-CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea, collation_from anyelement)
+CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea, sample anyelement)
     RETURNS bytea LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_combine';
 

@@ -138,13 +138,8 @@ MvincAggGetKind(Oid aggfnoid, const char **detail, const char **hint)
 		d = _("Its transition type is internal and it has no serialization and deserialization functions.");
 		h = _("Define the aggregate with SERIALFUNC and DESERIALFUNC.");
 	}
-	else if (IsPolymorphicType(agg->aggtranstype))
-	{
-		d = psprintf(_("Its transition type %s is polymorphic."),
-					 format_type_be(agg->aggtranstype));
-		h = _("Compute it from the source rows instead.");
-	}
 	else if (agg->aggtranstype != INTERNALOID &&
+			 !IsPolymorphicType(agg->aggtranstype) &&
 			 !type_has_binary_io(agg->aggtranstype))
 	{
 		d = psprintf(_("Its transition type %s has no binary send and receive functions."),
@@ -420,9 +415,32 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 	if (info->counted)
 		check_support_acl(agg->aggminvtransfn, proc->proowner);
 
+	/* a polymorphic state type follows the actual argument types */
+	if (IsPolymorphicType(agg->aggtranstype))
+	{
+		int			i;
+
+		for (i = 0; i < info->nargs; i++)
+			if (IsPolymorphicType(info->argtypes[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+						 errmsg("could not determine the state type of aggregate function \"%s\"",
+								format_procedure(aggfnoid)),
+						 errdetail("Its transition type %s is polymorphic.",
+								   format_type_be(agg->aggtranstype)),
+						 errhint("Pass a value of the aggregate's argument type as the last argument, such as NULL::integer[].")));
+	}
 	info->transtype = resolve_aggregate_transtype(aggfnoid, agg->aggtranstype,
 												  info->argtypes, info->nargs);
 	get_typlenbyval(info->transtype, &info->transtypeLen, &info->transtypeByVal);
+	if (info->transtype != INTERNALOID && !type_has_binary_io(info->transtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function \"%s\" cannot be stored as a partial state",
+						format_procedure(aggfnoid)),
+				 errdetail("Its transition type %s has no binary send and receive functions.",
+						   format_type_be(info->transtype)),
+				 errhint("Compute it from the source rows instead.")));
 
 	textInitVal = SysCacheGetAttr(AGGFNOID, aggtup, Anum_pg_aggregate_agginitval,
 								  &info->initvalIsNull);
@@ -504,6 +522,55 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 
 	MemoryContextSwitchTo(oldcxt);
 	return info;
+}
+
+/*
+ * MvincAggInfoCreate for merging and finishing when only a sample type is
+ * known: a value of the aggregate's argument type (sample_is_result
+ * false), or its result type (true).  An aggregate with a polymorphic
+ * state type (max(anyarray), max(anyenum)) needs it to know its state
+ * type; other aggregates ignore it.
+ */
+MvincAggInfo *
+MvincAggInfoCreateLike(Oid aggfnoid, Oid sampletype, bool sample_is_result,
+					   Oid collation, MemoryContext mcxt)
+{
+	HeapTuple	proctup;
+	HeapTuple	aggtup;
+	Form_pg_proc proc;
+	Oid			argtypes[FUNC_MAX_ARGS];
+	Oid			transtype;
+	bool		substituted = false;
+	int			nargs;
+	int			i;
+
+	MvincAggCheck(aggfnoid, false);
+	if (!OidIsValid(sampletype))
+		return MvincAggInfoCreate(aggfnoid, -1, NULL, collation, mcxt);
+
+	aggtup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(aggtup) || !HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
+	transtype = ((Form_pg_aggregate) GETSTRUCT(aggtup))->aggtranstype;
+	proc = (Form_pg_proc) GETSTRUCT(proctup);
+	nargs = proc->pronargs;
+	memcpy(argtypes, proc->proargtypes.values, nargs * sizeof(Oid));
+	if (IsPolymorphicType(transtype) &&
+		(!sample_is_result || proc->prorettype == transtype))
+	{
+		for (i = 0; i < nargs; i++)
+			if (IsPolymorphicType(argtypes[i]) &&
+				(!sample_is_result || argtypes[i] == transtype))
+			{
+				argtypes[i] = sampletype;
+				substituted = true;
+			}
+	}
+	ReleaseSysCache(aggtup);
+	ReleaseSysCache(proctup);
+	return MvincAggInfoCreate(aggfnoid, substituted ? nargs : -1, argtypes,
+							  collation, mcxt);
 }
 
 /* Call one support function with the state's context as aggregate context */

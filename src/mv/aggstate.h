@@ -89,6 +89,9 @@ extern bool MvincAggSameState(Oid agg1, Oid agg2);
 extern MvincAggInfo *MvincAggInfoCreate(Oid aggfnoid, int nargs,
 										const Oid *argtypes, Oid collation,
 										MemoryContext mcxt);
+extern MvincAggInfo *MvincAggInfoCreateLike(Oid aggfnoid, Oid sampletype,
+											bool sample_is_result,
+											Oid collation, MemoryContext mcxt);
 extern void MvincAggValueInit(MvincAggInfo *info, MvincAggValue *v,
 							  MemoryContext cxt);
 extern void MvincAggTransition(MvincAggInfo *info, MvincAggValue *v,

@@ -49,6 +49,28 @@ SELECT mvinc.agg_final('max(text)', mvinc.agg_combine('max(text)', a.st, b.st, N
        mvinc.agg_final('max(text)', mvinc.agg_combine('max(text)', a.st, b.st, NULL::text COLLATE "und-x-icu"), NULL::text) AS icu
   FROM cs a, cs b WHERE a.k = 1 AND b.k = 2;
 
+-- polymorphic states (max(anyenum), max(anyarray), range_intersect_agg)
+-- take their type from the arguments, or from a sample value when merged
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE TABLE pm (k int, m mood, a int[], r int4range);
+INSERT INTO pm VALUES (1, 'ok', '{1,2}', '[1,10)'), (1, 'sad', '{3}', '[2,12)'),
+                      (2, 'happy', '{1,5}', '[0,8)'), (2, NULL, NULL, NULL);
+CREATE TABLE pms AS
+SELECT k, mvinc.agg_state('max(anyenum)', m) sm, mvinc.agg_state('max(anyarray)', a) sa,
+       mvinc.agg_state('range_intersect_agg(anyrange)', r) sr
+  FROM pm GROUP BY k;
+SELECT mvinc.agg_kind('max(anyenum)'),
+       mvinc.agg_final('max(anyenum)', mvinc.agg_merge('max(anyenum)', sm, NULL::mood), NULL::mood),
+       mvinc.agg_final('max(anyarray)', mvinc.agg_merge('max(anyarray)', sa, NULL::int[]), NULL::int[]),
+       mvinc.agg_final('range_intersect_agg(anyrange)',
+         mvinc.agg_merge('range_intersect_agg(anyrange)', sr, NULL::int4range), NULL::int4range)
+  FROM pms;
+SELECT max(m), max(a), range_intersect_agg(r) FROM pm;
+SELECT mvinc.agg_final('max(anyenum)', mvinc.agg_combine('max(anyenum)', a.sm, b.sm, NULL::mood), NULL::mood)
+  FROM pms a, pms b WHERE a.k = 1 AND b.k = 2;
+-- without a sample the state type is unknown
+SELECT mvinc.agg_merge('max(anyenum)', sm) FROM pms;
+
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA aggstate_basic CASCADE;

@@ -3,8 +3,9 @@
 -- the states must be byte-for-byte those of a serial plan.
 CREATE SCHEMA aggstate_parallel;
 SET search_path = aggstate_parallel;
+CREATE TYPE color AS ENUM ('red', 'green', 'blue');
 CREATE TABLE p AS
-SELECT i, i % 10 AS g, (i * 7919 % 100003)::numeric / 100 AS n,
+SELECT i, i % 10 AS g, (ARRAY['red', 'green', 'blue'])[1 + i % 3]::color AS e, (i * 7919 % 100003)::numeric / 100 AS n,
        CASE WHEN i % 13 = 0 THEN NULL ELSE i % 1000 END AS x, md5(i::text) AS s
   FROM generate_series(1, 200000) i;
 ANALYZE p;
@@ -13,7 +14,8 @@ CREATE VIEW states AS
   SELECT g, mvinc.agg_state('count()') c, mvinc.agg_state('sum(integer)', x) sx,
          mvinc.agg_state('avg(numeric)', n) an, mvinc.agg_state('max(integer)', x) mx,
          mvinc.agg_state('min(text)', s) ms,
-         mvinc.agg_state('mvinc.approx_count_distinct(anyelement)', s) h
+         mvinc.agg_state('mvinc.approx_count_distinct(anyelement)', s) h,
+         mvinc.agg_state('min(anyenum)', e) me
     FROM p GROUP BY g;
 
 SET max_parallel_workers_per_gather = 0;
@@ -31,7 +33,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM states;
 CREATE TABLE par AS SELECT * FROM states;
 SELECT count(*) AS groups,
        count(*) FILTER (WHERE s.c = p.c AND s.sx = p.sx AND s.an = p.an AND s.mx = p.mx
-                          AND s.ms = p.ms AND s.h = p.h) AS identical
+                          AND s.ms = p.ms AND s.h = p.h AND s.me = p.me) AS identical
   FROM serial s JOIN par p USING (g);
 
 -- agg_merge in parallel over many state rows
