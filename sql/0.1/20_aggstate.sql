@@ -38,20 +38,20 @@ CREATE FUNCTION mvinc._agg_state_deserialize(bytea, internal)
 
 -- The state of aggfn over the rows: mvinc.agg_state('sum(integer)', x).
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure, VARIADIC "any") (
-    SFUNC = mvinc._agg_state_trans, STYPE = internal,
+    SFUNC = mvinc._agg_state_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
     PARALLEL = SAFE);
 -- The same for aggregates without arguments: mvinc.agg_state('count()').
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure) (
-    SFUNC = mvinc._agg_state_trans, STYPE = internal,
+    SFUNC = mvinc._agg_state_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
     PARALLEL = SAFE);
 
 -- States merged with aggfn's combine function.
 CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea) (
-    SFUNC = mvinc._agg_merge_trans, STYPE = internal,
+    SFUNC = mvinc._agg_merge_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
     PARALLEL = SAFE);
@@ -59,7 +59,7 @@ CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea) (
 -- value: mvinc.agg_merge('max(text)', s, NULL::text COLLATE "C"), or
 -- mvinc.agg_merge('max(anyarray)', s, NULL::int[]) for a polymorphic state.
 CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea, sample anyelement) (
-    SFUNC = mvinc._agg_merge_trans, STYPE = internal,
+    SFUNC = mvinc._agg_merge_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
     SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
     PARALLEL = SAFE);
@@ -67,10 +67,10 @@ CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea, sample anyelem
 -- A base state with rows added (sign > 0) and retracted (sign < 0);
 -- NULL when a retraction is refused: recompute the group.
 CREATE AGGREGATE mvinc.agg_apply(aggfn regprocedure, base bytea, sign integer, VARIADIC "any") (
-    SFUNC = mvinc._agg_apply_trans, STYPE = internal,
+    SFUNC = mvinc._agg_apply_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
 CREATE AGGREGATE mvinc.agg_apply(aggfn regprocedure, base bytea, sign integer) (
-    SFUNC = mvinc._agg_apply_trans, STYPE = internal,
+    SFUNC = mvinc._agg_apply_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
 
 -- Two states merged (NULL is the empty state).
