@@ -27,6 +27,22 @@ SELECT mvinc.agg_final('avg(integer)', mvinc.agg_merge('avg(integer)', st), NULL
 SELECT mvinc.agg_state('sum(integer)', x) FROM t WHERE false;
 SELECT mvinc.agg_final('count()', NULL, NULL::bigint), mvinc.agg_final('sum(integer)', NULL, NULL::bigint);
 
+-- many groups under a small work_mem: hash aggregation spills to disk
+SET work_mem = '64kB';
+SET enable_sort = off;
+CREATE TABLE many AS
+SELECT i % 20000 AS k, mvinc.agg_state('avg(integer)', i) a, mvinc.agg_state('sum(numeric)', i::numeric) s
+  FROM generate_series(1, 100000) i GROUP BY i % 20000, i % 3;
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE a <> p.avg OR s <> p.sum) AS mismatches
+  FROM (SELECT k, mvinc.agg_final('avg(integer)', mvinc.agg_merge('avg(integer)', a), NULL::numeric) a,
+               mvinc.agg_final('sum(numeric)', mvinc.agg_merge('sum(numeric)', s), NULL::numeric) s
+          FROM many GROUP BY k) m
+  JOIN (SELECT i % 20000 AS k, avg(i) avg, sum(i::numeric) sum FROM generate_series(1, 100000) i GROUP BY 1) p
+ USING (k);
+RESET work_mem;
+RESET enable_sort;
+
 -- aggregates that keep the same state share it
 SELECT a, b, mvinc.agg_same_state(a, b)
   FROM (VALUES ('sum(numeric)'::regprocedure, 'avg(numeric)'::regprocedure),
