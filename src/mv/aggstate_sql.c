@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  * aggstate_sql.c
  *	  SQL interface of aggregate states: the aggregates mvinc.agg_state,
- *	  mvinc.agg_merge and mvinc.agg_apply, and the functions
- *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_kind and
- *	  mvinc.agg_kind_detail.  Thin wrappers over aggstate.c.
+ *	  mvinc.agg_merge and mvinc.agg_apply (with their own partial
+ *	  aggregation support for parallel plans), and the functions
+ *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_kind,
+ *	  mvinc.agg_kind_detail and mvinc.agg_same_state.  Thin wrappers over
+ *	  aggstate.c.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
