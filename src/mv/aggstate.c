@@ -831,8 +831,8 @@ MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
 									  "The state has %d bytes left over after its %s value.",
 									  buf.len - buf.cursor,
 									  buf.len - buf.cursor, format_type_be(info->transtype))));
+		/* buf.data stays: a receive function may point into it */
 		v->isnull = false;
-		pfree(buf.data);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	v->noTransValue = false;
