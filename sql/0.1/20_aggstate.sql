@@ -100,6 +100,12 @@ CREATE FUNCTION mvinc.agg_same_state(a regprocedure, b regprocedure)
     RETURNS boolean LANGUAGE c STRICT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_same_state';
 
+-- Whether agg_merge/agg_combine need the sample argument for aggfn: its
+-- state type is polymorphic or its argument is collatable (min/max(text)).
+CREATE FUNCTION mvinc.agg_needs_sample(aggfn regprocedure)
+    RETURNS boolean LANGUAGE c STRICT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_needs_sample';
+
 -- approx_count_distinct: a mergeable HyperLogLog (src/mv/hll.c).
 CREATE FUNCTION mvinc._hll_trans(internal, anyelement)
     RETURNS internal LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE

@@ -267,6 +267,45 @@ MvincAggSameState(Oid agg1, Oid agg2)
 	return same;
 }
 
+/*
+ * True when merging or finishing the aggregate's states outside agg_state
+ * needs a sample of its argument (agg_merge/agg_combine's last argument):
+ * its state type is polymorphic, or an argument may carry a collation
+ * (min/max of text compare under it).
+ */
+bool
+MvincAggNeedsSample(Oid aggfnoid)
+{
+	HeapTuple	proctup;
+	Form_pg_proc proc;
+	bool		needs;
+	int			i;
+
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for function %u", aggfnoid);
+	proc = (Form_pg_proc) GETSTRUCT(proctup);
+	needs = false;
+	for (i = 0; i < proc->pronargs && !needs; i++)
+	{
+		Oid			t = proc->proargtypes.values[i];
+
+		needs = IsPolymorphicType(t) || type_is_collatable(t);
+	}
+	if (proc->prokind == PROKIND_AGGREGATE && !needs)
+	{
+		HeapTuple	aggtup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+
+		if (HeapTupleIsValid(aggtup))
+		{
+			needs = IsPolymorphicType(((Form_pg_aggregate) GETSTRUCT(aggtup))->aggtranstype);
+			ReleaseSysCache(aggtup);
+		}
+	}
+	ReleaseSysCache(proctup);
+	return needs;
+}
+
 /* Check that the actual argument types fit the aggregate's signature */
 static void
 check_arg_types(Oid aggfnoid, Form_pg_proc proc, int nargs, const Oid *argtypes)

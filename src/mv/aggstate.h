@@ -86,6 +86,7 @@ extern MvincAggKind MvincAggGetKind(Oid aggfnoid, const char **detail,
 									const char **hint);
 extern void MvincAggCheck(Oid aggfnoid, bool need_retract);
 extern bool MvincAggSameState(Oid agg1, Oid agg2);
+extern bool MvincAggNeedsSample(Oid aggfnoid);
 extern MvincAggInfo *MvincAggInfoCreate(Oid aggfnoid, int nargs,
 										const Oid *argtypes, Oid collation,
 										MemoryContext mcxt);

@@ -4,7 +4,8 @@
  *	  mvinc.agg_merge and mvinc.agg_apply (with their own partial
  *	  aggregation support for parallel plans), and the functions
  *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_kind,
- *	  mvinc.agg_kind_detail and mvinc.agg_same_state.  Thin wrappers over
+ *	  mvinc.agg_kind_detail, mvinc.agg_same_state and
+ *	  mvinc.agg_needs_sample.  Thin wrappers over
  *	  aggstate.c.
  *-------------------------------------------------------------------------
  */
@@ -33,6 +34,7 @@ PG_FUNCTION_INFO_V1(mvinc_agg_final);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind_detail);
 PG_FUNCTION_INFO_V1(mvinc_agg_same_state);
+PG_FUNCTION_INFO_V1(mvinc_agg_needs_sample);
 
 /* One aggregate known to a call site */
 typedef struct SiteEntry
@@ -517,4 +519,11 @@ Datum
 mvinc_agg_same_state(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(MvincAggSameState(PG_GETARG_OID(0), PG_GETARG_OID(1)));
+}
+
+/* agg_needs_sample(aggfn): merging needs agg_merge's sample argument */
+Datum
+mvinc_agg_needs_sample(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(MvincAggNeedsSample(PG_GETARG_OID(0)));
 }

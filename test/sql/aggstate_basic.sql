@@ -84,6 +84,10 @@ SELECT mvinc.agg_kind('max(anyenum)'),
 SELECT max(m), max(a), range_intersect_agg(r) FROM pm;
 SELECT mvinc.agg_final('max(anyenum)', mvinc.agg_combine('max(anyenum)', a.sm, b.sm, NULL::mood), NULL::mood)
   FROM pms a, pms b WHERE a.k = 1 AND b.k = 2;
+-- which aggregates want the sample
+SELECT f, mvinc.agg_needs_sample(f)
+  FROM (VALUES ('max(anyenum)'::regprocedure), ('max(text)'), ('min(character)'),
+               ('sum(integer)'), ('count("any")'), ('range_intersect_agg(anyrange)')) v(f);
 -- without a sample the state type is unknown
 SELECT mvinc.agg_merge('max(anyenum)', sm) FROM pms;
 
