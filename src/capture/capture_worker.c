@@ -208,6 +208,35 @@ ensure_slot(void)
 	ReplicationSlotRelease();
 }
 
+/*
+ * Hold the data xmin horizon at the slot's catalog_xmin.  An UPDATE that
+ * left a TOASTed column unchanged is decoded with a pointer to the old
+ * value's TOAST chunks; whoever later deletes those chunks has an xid >=
+ * catalog_xmin (it commits after the change we still have to decode), so
+ * holding the horizon there keeps VACUUM from removing them before the
+ * writer fetched them.  The horizon moves on as the slot is confirmed.
+ */
+static void
+hold_horizon(void)
+{
+	ReplicationSlot *slot = MyReplicationSlot;
+	bool		changed = false;
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->data.xmin != slot->data.catalog_xmin)
+	{
+		slot->data.xmin = slot->data.catalog_xmin;
+		slot->effective_xmin = slot->data.catalog_xmin;
+		changed = true;
+	}
+	SpinLockRelease(&slot->mutex);
+	if (changed)
+	{
+		ReplicationSlotMarkDirty();
+		ReplicationSlotsComputeRequiredXmin(false);
+	}
+}
+
 /* Publish the captured position and wake the waiters */
 static void
 publish_progress(XLogRecPtr captured)
@@ -238,7 +267,10 @@ apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
 		*applied = upto;
 	}
 	if (upto > MyReplicationSlot->data.confirmed_flush)
+	{
 		LogicalConfirmReceivedLocation(upto);
+		hold_horizon();
+	}
 	publish_progress(upto);
 }
 
@@ -266,6 +298,7 @@ capture_loop(void)
 
 	if (applied > MyReplicationSlot->data.confirmed_flush)
 		LogicalConfirmReceivedLocation(applied);
+	hold_horizon();
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc capture",
 									 ALLOCSET_DEFAULT_SIZES);
