@@ -230,9 +230,11 @@ hold_horizon(void)
 		changed = true;
 	}
 	SpinLockRelease(&slot->mutex);
+	/* Saved at once: after a crash the horizon must hold before we run */
 	if (changed)
 	{
 		ReplicationSlotMarkDirty();
+		ReplicationSlotSave();
 		ReplicationSlotsComputeRequiredXmin(false);
 	}
 }

@@ -31,6 +31,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -95,6 +96,7 @@ get_target(HTAB *targets, EState *estate, Oid relid)
 	t = hash_search(targets, &relid, HASH_ENTER, &found);
 	if (found)
 		return t;
+	t->relid = relid;
 	t->rel = NULL;
 	t->nguess = 0;
 	t->guess = NULL;
@@ -168,6 +170,52 @@ convert_value(Datum value, Oid from, Oid to, int32 typmod)
 	return OidInputFunctionCall(in, str, ioparam, typmod);
 }
 
+/*
+ * Fetch an unchanged TOASTed value by its pointer.  The slot's xmin keeps
+ * VACUUM from removing the chunks (capture_worker.c), but a TRUNCATE,
+ * VACUUM FULL or CLUSTER of the source before the change was captured still
+ * removes them: then the value is written as NULL with a WARNING rather
+ * than stopping capture for the whole database.  A source tracked with
+ * full_old_rows never needs this (the old image carries the value).
+ */
+static Datum
+fetch_unchanged_toast(struct varlena *pointer, const char *column, Oid relid, bool *isnull)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile Datum result = (Datum) 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		result = PointerGetDatum(detoast_external_attr(pointer));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		*isnull = false;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ereport(WARNING,
+				(errmsg("unchanged TOASTed value of column \"%s\" of table %u could not be fetched; it is logged as NULL",
+						column, relid),
+				 errdetail("%s", edata->message),
+				 errhint("Track the table with full_old_rows => true to log complete old rows.")));
+		*isnull = true;
+	}
+	PG_END_TRY();
+	return result;
+}
+
 /* Decode one change record into the target's slot */
 static void
 fill_slot(Target *t, const char *p, TupleTableSlot *slot)
@@ -217,9 +265,12 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 			memcpy(copy, p, len);
 			p += len;
 			if (flag == 'u')
-				copy = (char *) detoast_external_attr((struct varlena *) copy);
-			value = PointerGetDatum(copy);
-			isnull = false;
+				value = fetch_unchanged_toast((struct varlena *) copy, name, t->relid, &isnull);
+			else
+			{
+				value = PointerGetDatum(copy);
+				isnull = false;
+			}
 		}
 
 		col = find_column(t, i, name);
