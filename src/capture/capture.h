@@ -56,6 +56,7 @@ typedef struct CaptureWorkerSlot
 	XLogRecPtr	captured_lsn;	/* every commit ending <= this is applied */
 	XLogRecPtr	confirmed_lsn;	/* slot's confirmed_flush as we set it */
 	int			failures;		/* consecutive failed runs (for backoff) */
+	bool		db_dropped;		/* DROP DATABASE stopped it: never restart */
 	TimestampTz last_error_time;
 	char		last_error[MVINC_ERRMSG_LEN];
 } CaptureWorkerSlot;
@@ -96,6 +97,8 @@ extern PGDLLEXPORT void MvincLauncherMain(Datum arg);
 extern PGDLLEXPORT void MvincWorkerMain(Datum arg);
 extern void MvincStartWorker(Oid dboid, bool error_if_none);
 extern void MvincWakeWorker(Oid dboid);
+extern bool MvincStopWorkerForDropdb(Oid dboid);
+extern void MvincResumeWorker(Oid dboid);
 
 /* capture_track.c */
 extern Oid	MvincTrackedRelid(void);

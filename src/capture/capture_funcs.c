@@ -220,6 +220,16 @@ mvinc_start_worker(PG_FUNCTION_ARGS)
 				 errdetail("All %d replication slots are in use.", max_replication_slots),
 				 errhint("Drop an unused slot or increase \"max_replication_slots\" and restart the server.")));
 	(void) GetTopTransactionId();
+	if (MvincCaptureShared != NULL)
+	{
+		CaptureWorkerSlot *s;
+
+		LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+		s = MvincCaptureSlotFor(MyDatabaseId, false);
+		if (s != NULL)
+			s->db_dropped = false;	/* a new database with a recycled oid */
+		LWLockRelease(MvincCaptureShared->lock);
+	}
 	MvincStartWorker(MyDatabaseId, true);
 	PG_RETURN_VOID();
 }

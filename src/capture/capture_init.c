@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -87,6 +88,7 @@ CaptureWorkerSlot *
 MvincCaptureSlotFor(Oid dboid, bool create)
 {
 	CaptureWorkerSlot *free_slot = NULL;
+	CaptureWorkerSlot *dropped_slot = NULL;
 
 	if (MvincCaptureShared == NULL)
 		return NULL;
@@ -98,7 +100,12 @@ MvincCaptureSlotFor(Oid dboid, bool create)
 			return s;
 		if (s->dboid == InvalidOid && free_slot == NULL)
 			free_slot = s;
+		if (s->db_dropped && s->pid == 0 && dropped_slot == NULL)
+			dropped_slot = s;
 	}
+	/* Entries of dropped databases are reused last */
+	if (free_slot == NULL)
+		free_slot = dropped_slot;
 	if (!create || free_slot == NULL)
 		return NULL;
 	memset(free_slot, 0, sizeof(CaptureWorkerSlot));
@@ -136,6 +143,7 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			altered = InvalidOid;
 	bool		dropping_mvinc = false;
+	Oid			dropping_db = InvalidOid;
 
 	/* Only these statements run in a valid transaction and concern us */
 	if ((IsA(parsetree, DropStmt) || IsA(parsetree, AlterTableStmt)) &&
@@ -165,12 +173,30 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			dropping_mvinc = is_drop_of_mvinc((DropStmt *) parsetree);
 	}
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+	if (IsA(parsetree, DropdbStmt))
+	{
+		Oid			dboid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+
+		if (OidIsValid(dboid) && dboid != MyDatabaseId && MvincStopWorkerForDropdb(dboid))
+			dropping_db = dboid;
+	}
+
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		if (OidIsValid(dropping_db))
+			MvincResumeWorker(dropping_db);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 
 	if (OidIsValid(altered) && OidIsValid(MvincChangeLogRelid(altered)))
 		MvincSyncChangeLog(altered);

@@ -109,6 +109,69 @@ MvincWakeWorker(Oid dboid)
 	LWLockRelease(MvincCaptureShared->lock);
 }
 
+/*
+ * DROP DATABASE: a database with a replication slot or a connected worker
+ * cannot be dropped, so stop the worker for good (db_dropped keeps the
+ * postmaster's restart of it from connecting) and drop the slot.  Returns
+ * whether there was anything to stop.
+ */
+bool
+MvincStopWorkerForDropdb(Oid dboid)
+{
+	CaptureWorkerSlot *s;
+	char		name[NAMEDATALEN];
+	int			pid = 0;
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (MvincCaptureShared == NULL)
+		return false;
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	s = MvincCaptureSlotFor(dboid, false);
+	if (s != NULL)
+	{
+		s->db_dropped = true;
+		pid = s->pid;
+	}
+	LWLockRelease(MvincCaptureShared->lock);
+	if (s == NULL)
+		return false;
+
+	while (pid != 0)
+	{
+		if (kill(pid, SIGTERM) != 0 && errno == ESRCH)
+			break;
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), 30000))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("the mvinc capture worker of database %u did not stop", dboid)));
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+		pid = s->pid;
+		LWLockRelease(MvincCaptureShared->lock);
+	}
+	MvincCaptureSlotName(dboid, name);
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		ReplicationSlotDrop(name, true);
+	return true;
+}
+
+/* After a failed DROP DATABASE: let the worker run again */
+void
+MvincResumeWorker(Oid dboid)
+{
+	CaptureWorkerSlot *s;
+
+	if (MvincCaptureShared == NULL)
+		return;
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	s = MvincCaptureSlotFor(dboid, false);
+	if (s != NULL)
+		s->db_dropped = false;
+	LWLockRelease(MvincCaptureShared->lock);
+	MvincStartWorker(dboid, false);
+}
+
 /* Launcher: start a worker in every database that may have the extension */
 void
 MvincLauncherMain(Datum arg)
@@ -401,6 +464,17 @@ MvincWorkerMain(Datum arg)
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
+
+	/* Its database is being dropped: do not even connect */
+	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+	MyCaptureSlot = MvincCaptureSlotFor(dboid, false);
+	if (MyCaptureSlot != NULL && MyCaptureSlot->db_dropped)
+	{
+		LWLockRelease(MvincCaptureShared->lock);
+		proc_exit(0);
+	}
+	LWLockRelease(MvincCaptureShared->lock);
+	MyCaptureSlot = NULL;
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
 	/* Claim the database's entry: one worker per database */
