@@ -93,6 +93,7 @@ extern void MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applie
 extern XLogRecPtr MvincWriterReadProgress(void);
 
 /* capture_worker.c */
+extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 extern PGDLLEXPORT void MvincLauncherMain(Datum arg);
 extern PGDLLEXPORT void MvincWorkerMain(Datum arg);
 extern void MvincStartWorker(Oid dboid, bool error_if_none);
@@ -103,6 +104,7 @@ extern void MvincResumeWorker(Oid dboid);
 /* capture_track.c */
 extern Oid	MvincTrackedRelid(void);
 extern void MvincSyncChangeLog(Oid relid);
+extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);
 extern void MvincForgetDroppedSource(Oid relid);
 extern void MvincRetentionPass(void);
 

@@ -144,9 +144,10 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Oid			altered = InvalidOid;
 	bool		dropping_mvinc = false;
 	Oid			dropping_db = InvalidOid;
+	RenameStmt *renamed = NULL;
 
 	/* Only these statements run in a valid transaction and concern us */
-	if ((IsA(parsetree, DropStmt) || IsA(parsetree, AlterTableStmt)) &&
+	if ((IsA(parsetree, DropStmt) || IsA(parsetree, AlterTableStmt) || IsA(parsetree, RenameStmt)) &&
 		!creating_extension && OidIsValid(get_extension_oid("mvinc", true)))
 	{
 		if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TABLE)
@@ -171,6 +172,13 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		}
 		else if (IsA(parsetree, DropStmt))
 			dropping_mvinc = is_drop_of_mvinc((DropStmt *) parsetree);
+		else if (IsA(parsetree, RenameStmt) &&
+				 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
+				 ((RenameStmt *) parsetree)->relationType == OBJECT_TABLE)
+		{
+			renamed = (RenameStmt *) parsetree;
+			altered = RangeVarGetRelid(renamed->relation, NoLock, true);
+		}
 	}
 
 	if (IsA(parsetree, DropdbStmt))
@@ -199,7 +207,11 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PG_END_TRY();
 
 	if (OidIsValid(altered) && OidIsValid(MvincChangeLogRelid(altered)))
+	{
+		if (renamed != NULL)
+			MvincRenameChangeLogColumn(altered, renamed->subname, renamed->newname);
 		MvincSyncChangeLog(altered);
+	}
 	if (dropping_mvinc)
 		MvincWakeWorker(MyDatabaseId);
 }

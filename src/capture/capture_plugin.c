@@ -368,6 +368,7 @@ print_tuple(StringInfo s, Relation rel, HeapTuple tuple)
  * ---------------------------------------------------------------------
  */
 
+/* Set up the plugin's state; the only option is include-untracked (text mode) */
 static void
 mvinc_decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt,
 					 bool is_init)
@@ -395,11 +396,13 @@ mvinc_decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt,
 	opt->receive_rewrites = false;
 }
 
+/* Nothing to release: our memory lives in the decoding context */
 static void
 mvinc_decode_shutdown(LogicalDecodingContext *ctx)
 {
 }
 
+/* Start of a transaction: BEGIN is emitted lazily, before its first tracked change */
 static void
 mvinc_decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 {
@@ -409,6 +412,7 @@ mvinc_decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	st->seq = 0;
 }
 
+/* End of a transaction: text mode prints COMMIT if anything was printed */
 static void
 mvinc_decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 					XLogRecPtr commit_lsn)
@@ -435,6 +439,7 @@ text_begin(LogicalDecodingContext *ctx, PluginState *st, ReorderBufferTXN *txn)
 	OutputPluginWrite(ctx, true);
 }
 
+/* One INSERT/UPDATE/DELETE: skip untracked tables, else buffer or print it */
 static void
 mvinc_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 					Relation relation, ReorderBufferChange *change)
@@ -519,6 +524,7 @@ mvinc_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	MemoryContextReset(st->change_cxt);
 }
 
+/* TRUNCATE: one row with op 't' per tracked table */
 static void
 mvinc_decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 					  int nrelations, Relation relations[],

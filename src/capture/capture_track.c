@@ -500,7 +500,20 @@ MvincSyncChangeLog(Oid relid)
 			Form_pg_attribute latt = TupleDescAttr(ldesc, j);
 
 			if (!latt->attisdropped && strcmp(NameStr(latt->attname), NameStr(att->attname)) == 0)
+			{
 				found = true;
+				/* A changed type: convert the logged values through text */
+				if (latt->atttypid != att->atttypid || latt->atttypmod != att->atttypmod)
+				{
+					char	   *type = format_type_extended(att->atttypid, att->atttypmod,
+															FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+
+					appendStringInfo(&sql, "%s ALTER COLUMN %s TYPE %s USING %s::pg_catalog.text::%s",
+									 any ? "," : "", quote_identifier(NameStr(att->attname)), type,
+									 quote_identifier(NameStr(att->attname)), type);
+					any = true;
+				}
+			}
 		}
 		if (!found)
 		{
@@ -527,6 +540,28 @@ MvincSyncChangeLog(Oid relid)
 	if (!any)
 		return;
 
+	become_extension_owner(&save_userid, &save_sec);
+	SPI_connect();
+	run_sql(sql.data, SPI_OK_UTILITY);
+	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+/* After ALTER TABLE ... RENAME COLUMN of a tracked source: rename it in the change log */
+void
+MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname)
+{
+	Oid			logid = MvincChangeLogRelid(relid);
+	StringInfoData sql;
+	Oid			save_userid;
+	int			save_sec;
+
+	if (!OidIsValid(logid) || get_attnum(logid, oldname) == InvalidAttrNumber)
+		return;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE %s RENAME COLUMN %s TO %s",
+					 quote_qualified_identifier(MVINC_SCHEMA, get_rel_name(logid)),
+					 quote_identifier(oldname), quote_identifier(newname));
 	become_extension_owner(&save_userid, &save_sec);
 	SPI_connect();
 	run_sql(sql.data, SPI_OK_UTILITY);

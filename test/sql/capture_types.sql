@@ -78,6 +78,15 @@ INSERT INTO cap_pk VALUES (8, 9);
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT _mvinc_op AS op, id, extra FROM :cl WHERE id = 8;
 
+-- RENAME COLUMN and a column type change follow too
+ALTER TABLE cap_pk RENAME COLUMN extra TO renamed;
+ALTER TABLE cap_pk ALTER COLUMN renamed TYPE text;
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = :'cl'::regclass AND attnum > 6 AND NOT attisdropped ORDER BY attnum;
+INSERT INTO cap_pk VALUES (9, 'nine');
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT _mvinc_op AS op, id, renamed FROM :cl WHERE id >= 8 ORDER BY id;
+
 -- DROP TABLE of a tracked source drops its change log and the tracking.
 SELECT count(*) AS tracked_before FROM mvinc.tracked WHERE relid = 'cap_pk'::regclass;
 DROP TABLE cap_pk;
