@@ -60,6 +60,34 @@
 
 static CaptureWorkerSlot *MyCaptureSlot = NULL;
 
+/* Fill in the registration of a database's capture worker */
+static void
+worker_registration(BackgroundWorker *bgw, Oid dboid, TransactionId xid)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = 1;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "mvinc");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "MvincWorkerMain");
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "mvinc capture worker for database %u", dboid);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "mvinc capture worker");
+	bgw->bgw_main_arg = ObjectIdGetDatum(dboid);
+	memcpy(bgw->bgw_extra, &xid, sizeof(xid));
+	bgw->bgw_notify_pid = 0;
+}
+
+/* Launcher: register a worker, false when no worker slot is free */
+static bool
+try_start_worker(Oid dboid)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+
+	worker_registration(&bgw, dboid, InvalidTransactionId);
+	return RegisterDynamicBackgroundWorker(&bgw, &handle);
+}
+
 /* Start the capture worker of a database (no-op if it runs) */
 void
 MvincStartWorker(Oid dboid, bool error_if_none)
@@ -71,17 +99,7 @@ MvincStartWorker(Oid dboid, bool error_if_none)
 	if (error_if_none)
 		xid = GetTopTransactionIdIfAny();
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 1;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mvinc");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "MvincWorkerMain");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "mvinc capture worker for database %u", dboid);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mvinc capture worker");
-	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
-	memcpy(bgw.bgw_extra, &xid, sizeof(xid));
-	bgw.bgw_notify_pid = 0;
+	worker_registration(&bgw, dboid, xid);
 
 	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
 	{
@@ -201,8 +219,23 @@ MvincLauncherMain(Datum arg)
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
 
+	/*
+	 * Workers of databases without the extension exit at once; when all
+	 * worker slots are taken, wait for some to free up and retry.
+	 */
 	foreach(lc, dbs)
-		MvincStartWorker(lfirst_oid(lc), false);
+	{
+		for (int attempt = 0; !try_start_worker(lfirst_oid(lc)); attempt++)
+		{
+			if (attempt == 60)
+			{
+				MvincStartWorker(lfirst_oid(lc), false);	/* logs the WARNING */
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
 	proc_exit(0);
 }
 
@@ -216,8 +249,9 @@ worker_shmem_exit(int code, Datum arg)
 	MyCaptureSlot->pid = 0;
 	MyCaptureSlot->latch = NULL;
 	MyCaptureSlot->slot_ready = false;
-	if (code == 0)
-		MyCaptureSlot->failures = 0;
+	/* A clean exit: no extension here any more, the entry is free again */
+	if (code == 0 && !MyCaptureSlot->db_dropped)
+		memset(MyCaptureSlot, 0, sizeof(CaptureWorkerSlot));
 	LWLockRelease(MvincCaptureShared->lock);
 	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
 }
