@@ -106,6 +106,9 @@ extern Oid	MvincTrackedRelid(void);
 extern void MvincSyncChangeLog(Oid relid);
 extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);
 extern void MvincForgetDroppedSource(Oid relid);
+extern void MvincDropTracking(Oid relid, Oid logid);
+
+/* capture_retention.c */
 extern void MvincRetentionPass(void);
 
 #endif							/* MVINC_CAPTURE_H */
