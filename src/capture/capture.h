@@ -110,5 +110,6 @@ extern void MvincDropTracking(Oid relid, Oid logid);
 
 /* capture_retention.c */
 extern void MvincRetentionPass(void);
+extern void MvincMarkChangesLost(XLogRecPtr upto);
 
 #endif							/* MVINC_CAPTURE_H */

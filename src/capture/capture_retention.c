@@ -194,3 +194,23 @@ MvincRetentionPass(void)
 	}
 	MemoryContextDelete(pass_cxt);
 }
+
+/*
+ * The capture slot had to be recreated: change log rows up to upto may be
+ * missing.  Recorded as retention is, in retained_from, and the applied
+ * position moves there.
+ */
+void
+MvincMarkChangesLost(XLogRecPtr upto)
+{
+	Oid			argtypes[1] = {PG_LSNOID};
+	Datum		args[1] = {LSNGetDatum(upto)};
+
+	SPI_connect();
+	if (SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $1 WHERE retained_from < $1",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("UPDATE mvinc.capture_progress SET applied_lsn = $1",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record lost changes");
+	SPI_finish();
+}

@@ -389,6 +389,32 @@ capture_loop(void)
 	ensure_slot();
 	ReplicationSlotAcquire(name, true);
 
+	/*
+	 * The WAL we still needed was removed (max_slot_wal_keep_size): start a
+	 * new slot and record, as retention does, that change log rows up to
+	 * its start may be missing, so that consumers rebuild.
+	 */
+	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+	{
+		XLogRecPtr	lost_from = MyReplicationSlot->data.confirmed_flush;
+
+		ReplicationSlotRelease();
+		ReplicationSlotDrop(name, true);
+		ensure_slot();
+		ReplicationSlotAcquire(name, true);
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" was invalidated: changes committed between %X/%X and %X/%X were not captured",
+						name, LSN_FORMAT_ARGS(lost_from),
+						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
+				 errdetail("The WAL they were in was removed before the capture worker read it."),
+				 errhint("Consumers of the change logs rebuild; raise \"max_slot_wal_keep_size\" to avoid this.")));
+	}
+
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	applied = MvincWriterReadProgress();

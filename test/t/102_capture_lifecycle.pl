@@ -82,6 +82,36 @@ $node->safe_psql('db1', "INSERT INTO t VALUES (4, 'd')");
 $node->safe_psql('db1', "SELECT mvinc.wait_for_capture(timeout => '90 s')");
 is($node->safe_psql('db1', "SELECT count(*) FROM $log WHERE id = 4"), '1', 'a terminated worker is restarted');
 
+# WAL removed before the worker read it (max_slot_wal_keep_size): the slot
+# is recreated, the loss is recorded in retained_from, capture goes on.
+$node->append_conf('postgresql.conf', "max_slot_wal_keep_size = 1MB\nwal_keep_size = 0");
+$node->reload;
+$node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE int USING NULL");
+$node->safe_psql('db1', "INSERT INTO t VALUES (300, 'lost')");
+ok(wait_for('db1', "SELECT last_error LIKE 'invalid input syntax%' FROM mvinc.capture", 't'), 'worker blocked');
+$node->safe_psql('db1', 'CREATE TABLE filler (x text)');
+for (1 .. 4)
+{
+	$node->safe_psql('db1', "INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 2000); SELECT pg_switch_wal();");
+}
+$node->safe_psql('db1', 'CHECKPOINT');
+is($node->safe_psql('postgres', "SELECT wal_status FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'"),
+	'lost', 'the slot lost its WAL');
+$node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE text");
+my $recorded = 0;
+for (1 .. 900)
+{
+	$recorded = $node->safe_psql('db1', "SELECT retained_from > '0/0' FROM mvinc.tracked WHERE relid = 't'::regclass");
+	last if $recorded eq 't';
+	usleep(100_000);
+}
+is($recorded, 't', 'the loss is recorded in retained_from');
+$node->safe_psql('db1', "INSERT INTO t VALUES (301, 'after')");
+$node->safe_psql('db1', "SELECT mvinc.wait_for_capture(timeout => '90 s')");
+is($node->safe_psql('db1', "SELECT count(*) FROM $log WHERE id = 301"), '1', 'capture goes on with a new slot');
+like(slurp_file($node->logfile), qr/replication slot "mvinc_\d+" was invalidated: changes committed between/,
+	'and logged');
+
 # DROP EXTENSION: worker and slot go, nothing of mvinc is left.
 $node->safe_psql('db1', 'DROP EXTENSION mvinc');
 ok(wait_for('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'", '0'),
