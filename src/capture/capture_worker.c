@@ -281,8 +281,8 @@ drop_own_slot(void)
 		ReplicationSlotDrop(name, true);
 }
 
-/* Create the slot unless it exists; returns once it is consistent */
-static void
+/* Create the slot unless it exists (then true); returns once it is consistent */
+static bool
 ensure_slot(void)
 {
 	char		name[NAMEDATALEN];
@@ -290,7 +290,7 @@ ensure_slot(void)
 
 	MvincCaptureSlotName(MyDatabaseId, name);
 	if (SearchNamedReplicationSlot(name, true) != NULL)
-		return;
+		return false;
 
 	CheckLogicalDecodingRequirements();
 	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
@@ -303,6 +303,7 @@ ensure_slot(void)
 	FreeDecodingContext(ctx);
 	ReplicationSlotPersist();
 	ReplicationSlotRelease();
+	return true;
 }
 
 /*
@@ -384,9 +385,10 @@ capture_loop(void)
 	TimestampTz batch_start = 0;
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
+	bool		created;
 
 	MvincCaptureSlotName(MyDatabaseId, name);
-	ensure_slot();
+	created = ensure_slot();
 	ReplicationSlotAcquire(name, true);
 
 	/*
@@ -400,7 +402,7 @@ capture_loop(void)
 
 		ReplicationSlotRelease();
 		ReplicationSlotDrop(name, true);
-		ensure_slot();
+		(void) ensure_slot();
 		ReplicationSlotAcquire(name, true);
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
@@ -418,6 +420,18 @@ capture_loop(void)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	applied = MvincWriterReadProgress();
+
+	/* Someone dropped our slot after changes were applied: same loss */
+	if (created && applied != InvalidXLogRecPtr)
+	{
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" was dropped: changes committed between %X/%X and %X/%X were not captured",
+						name, LSN_FORMAT_ARGS(applied),
+						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
+				 errhint("Consumers of the change logs rebuild; do not drop the slots named mvinc_<database oid>.")));
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		applied = MyReplicationSlot->data.confirmed_flush;
+	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 

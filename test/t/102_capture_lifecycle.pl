@@ -112,6 +112,20 @@ is($node->safe_psql('db1', "SELECT count(*) FROM $log WHERE id = 301"), '1', 'ca
 like(slurp_file($node->logfile), qr/replication slot "mvinc_\d+" was invalidated: changes committed between/,
 	'and logged');
 
+# Someone drops the slot while the worker is down: the loss is recorded too.
+my $before = $node->safe_psql('db1', "SELECT retained_from FROM mvinc.tracked WHERE relid = 't'::regclass");
+my $dropped = 0;
+for (1 .. 100)
+{
+	$node->safe_psql('db1', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker'");
+	my ($r) = $node->psql('db1', "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'");
+	if ($r == 0 && slots() eq '0') { $dropped = 1; last; }
+	usleep(20_000);
+}
+ok($dropped, 'slot dropped behind the worker\'s back');
+ok(wait_for('db1', "SELECT retained_from > '$before' FROM mvinc.tracked WHERE relid = 't'::regclass", 't'),
+	'a dropped slot is recorded as lost changes');
+
 # DROP EXTENSION: worker and slot go, nothing of mvinc is left.
 $node->safe_psql('db1', 'DROP EXTENSION mvinc');
 ok(wait_for('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'", '0'),
