@@ -448,7 +448,7 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 					refuse(psprintf("The query uses FILTER in aggregate %s.", aggname),
 						   "Move the condition into the WHERE clause of a separate view.");
 				if (!MvAggSupported(agg->aggfnoid, &why))
-					refuse(psprintf("The aggregate %s %s.", aggname, why),
+					refuse(psprintf("The query uses the aggregate %s. %s", aggname, why),
 						   "Use an aggregate that supports partial aggregation (it has a combine function).");
 				col = make_column(MV_COL_AGG, psprintf("s%d", ++ns), (Node *) agg);
 				col->aggfnoid = agg->aggfnoid;

@@ -37,6 +37,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
+#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -97,8 +98,7 @@ set_owner_walker(Node *node, Oid *owner)
 static char *
 view_query_sql(Oid viewid)
 {
-	char	   *def = TextDatumGetCString(DirectFunctionCall1(pg_get_viewdef,
-															  ObjectIdGetDatum(viewid)));
+	char	   *def = pg_get_querydef(MvDefForView(viewid)->query, false);
 	int			len = strlen(def);
 
 	while (len > 0 && (def[len - 1] == ';' || isspace((unsigned char) def[len - 1])))

@@ -56,7 +56,7 @@ MvExprSql(Oid sourceid, Node *expr, const char *alias)
 {
 	List	   *ctx = deparse_context_for(alias ? alias : get_rel_name(sourceid), sourceid);
 
-	return deparse_expression(expr, ctx, alias != NULL, false);
+	return deparse_expression(expr, ctx, alias != NULL, true);
 }
 
 /* Did the current transaction insert, update or delete rows of relid? */
@@ -400,13 +400,12 @@ apply_regroup(RefreshCtx *rc)
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT DISTINCT %s FROM %s s WHERE %s AND %s",
 				 touched, group_exprs_as(def, "s", true), rc->changelog, rc->delta, where_sql(def, "s")),
 		InvalidSnapshot, 0);
-	run(psprintf("DELETE FROM %s t WHERE %s IN (SELECT %s FROM %s d)",
-				 rc->storage, key_record(def, "t"),
-				 psprintf("ROW(d.*)::record"), touched),
+	run(psprintf("DELETE FROM %s t USING %s d WHERE %s = %s",
+				 rc->storage, touched, key_record(def, "t"), key_record(def, "d")),
 		InvalidSnapshot, SPI_OK_DELETE);
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
-					psprintf(" AND ROW(%s)::record IN (SELECT ROW(d.*)::record FROM %s d)",
-							 group_exprs(def, "s"), touched)),
+					psprintf(" AND EXISTS (SELECT 1 FROM %s d WHERE ROW(%s)::record = %s)",
+							 touched, group_exprs(def, "s"), key_record(def, "d"))),
 		rc->snap, SPI_OK_INSERT);
 }
 

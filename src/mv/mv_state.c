@@ -17,53 +17,29 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "mv/aggstate.h"
 #include "mv/mv.h"
 
 /* True when the aggregate can be stored as a mergeable state; else why not */
 bool
 MvAggSupported(Oid aggfnoid, const char **why)
 {
-	HeapTuple	tup;
-	Form_pg_aggregate agg;
-	bool		ok = true;
+	const char *detail = NULL;
+	const char *hint = NULL;
 
-	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
-	agg = (Form_pg_aggregate) GETSTRUCT(tup);
-	if (!OidIsValid(agg->aggcombinefn))
+	if (MvincAggGetKind(aggfnoid, &detail, &hint) == MVINC_AGG_UNSUPPORTED)
 	{
-		*why = "has no combine function";
-		ok = false;
+		*why = detail ? detail : "cannot be kept as a partial state";
+		return false;
 	}
-	else if (agg->aggtranstype == INTERNALOID &&
-			 (!OidIsValid(agg->aggserialfn) || !OidIsValid(agg->aggdeserialfn)))
-	{
-		*why = "has an internal state without serialization functions";
-		ok = false;
-	}
-	else if (get_func_nargs(aggfnoid) > 1)
-	{
-		*why = "takes more than one argument";
-		ok = false;
-	}
-	ReleaseSysCache(tup);
-	return ok;
+	return true;
 }
 
 /* True when a delete or update can be retracted from the aggregate's state */
 bool
 MvAggRetractable(Oid aggfnoid)
 {
-	HeapTuple	tup;
-	bool		ok;
-
-	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
-	ok = OidIsValid(((Form_pg_aggregate) GETSTRUCT(tup))->aggminvtransfn);
-	ReleaseSysCache(tup);
-	return ok;
+	return MvincAggGetKind(aggfnoid, NULL, NULL) == MVINC_AGG_RETRACTABLE;
 }
 
 /* The aggregate as a regprocedure literal */
@@ -95,18 +71,18 @@ MvStateAggSql(MvColumn *col, const char *alias)
 	return psprintf("mvinc.agg_state(%s, %s)", agg_literal(col), arg);
 }
 
-/* Expression merging two states of col */
+/* Expression combining two states of col (NULL is the empty state) */
 char *
 MvStateMergeSql(MvColumn *col, const char *left, const char *right)
 {
-	return psprintf("mvinc.agg_merge(%s, %s, %s)", agg_literal(col), left, right);
+	return psprintf("mvinc.agg_combine(%s, %s, %s)", agg_literal(col), left, right);
 }
 
 /* Aggregate expression combining many states of col */
 char *
 MvStateCombineSql(MvColumn *col, const char *state)
 {
-	return psprintf("mvinc.agg_combine(%s, %s)", agg_literal(col), state);
+	return psprintf("mvinc.agg_merge(%s, %s)", agg_literal(col), state);
 }
 
 /* Expression finalizing a state of col into the aggregate's result */
@@ -118,14 +94,19 @@ MvStateFinalSql(MvColumn *col, const char *state)
 }
 
 /*
- * Expression applying one change-log row of alias to a state: insert images
- * ('n') add, old images ('o') retract.
+ * Aggregate expression applying the change-log rows of alias (a group's)
+ * to base: new images add, old images retract, inserts first.  NULL when
+ * a retraction is refused (then the group is recomputed).
  */
 char *
-MvStateRetractSql(MvColumn *col, const char *state, const char *alias)
+MvStateRetractSql(MvColumn *col, const char *base, const char *alias)
 {
 	char	   *arg = agg_arg_sql(col, alias);
+	char	   *sign = psprintf("CASE WHEN %s._mvinc_image = 'n' THEN 1 ELSE -1 END", alias);
 
-	return psprintf("mvinc.agg_apply(%s, %s, %s._mvinc_image = 'o', %s)",
-					agg_literal(col), state, alias, arg ? arg : "NULL::int4");
+	if (arg == NULL)
+		return psprintf("mvinc.agg_apply(%s, %s, %s ORDER BY %s DESC)",
+						agg_literal(col), base, sign, sign);
+	return psprintf("mvinc.agg_apply(%s, %s, %s, %s ORDER BY %s DESC)",
+					agg_literal(col), base, sign, arg, sign);
 }

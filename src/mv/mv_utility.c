@@ -21,6 +21,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 
 #include "mv/mv.h"
 
@@ -107,6 +108,15 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 
 	def = MvAnalyzeQuery(query, into->rel->relname, true);
 
+	/*
+	 * Start tracking before this transaction writes anything (a capture
+	 * slot cannot be created by a transaction that has written), under the
+	 * SHARE lock that the initial computation holds until commit.
+	 */
+	if (!skipData)
+		LockRelationOid(def->sourceid, ShareLock);
+	MvTrack(def->sourceid, def->kind == MV_KIND_AGGREGATE);
+
 	/* PostgreSQL creates the matview, always empty; we keep its rows */
 	into->options = o->rest;
 	into->skipData = true;
@@ -115,9 +125,7 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	CommandCounterIncrement();
 
 	viewid = RangeVarGetRelid(into->rel, AccessExclusiveLock, false);
-	MvCatalogInsert(viewid, def, TextDatumGetCString(DirectFunctionCall1(pg_get_viewdef,
-																		 ObjectIdGetDatum(viewid))),
-					o->cluster_by);
+	MvCatalogInsert(viewid, def, pg_get_querydef(query, false), o->cluster_by);
 	CommandCounterIncrement();
 	MvCreateStorage(viewid, def, o->cluster_by);
 	CommandCounterIncrement();
