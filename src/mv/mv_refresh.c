@@ -409,6 +409,83 @@ apply_regroup(RefreshCtx *rc)
 		rc->snap, SPI_OK_INSERT);
 }
 
+/*
+ * regroup by retraction (every aggregate retractable): apply the delta's
+ * old images (retract) and new images (add) to the stored states with
+ * agg_apply; groups whose count drops to zero go away; groups where a
+ * retraction was refused (agg_apply gave NULL) are recomputed from the
+ * source under S'.
+ */
+static void
+apply_retract(RefreshCtx *rc)
+{
+	MvDef	   *def = rc->def;
+	static int	counter = 0;
+	char	   *applied = psprintf("pg_temp.mvinc_applied_%u_%d", rc->viewid, ++counter);
+	StringInfoData sql;
+	StringInfoData refused;
+	ListCell   *lc;
+	char	   *keys = def->has_group_by ? group_exprs(def, "d") : NULL;
+
+	initStringInfo(&sql);
+	initStringInfo(&refused);
+	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", applied);
+	if (keys)
+		appendStringInfo(&sql, "%s, ", group_exprs_as(def, "d", true));
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role != MV_COL_AGG)
+			continue;
+		appendStringInfo(&sql, "%s AS %s, ",
+						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d"),
+						 quote_identifier(col->physname));
+		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
+						 quote_identifier(col->physname));
+	}
+	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
+					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count "
+					 "FROM (SELECT * FROM %s s WHERE %s AND %s) d ",
+					 rc->changelog, rc->delta, where_sql(def, "s"));
+	if (keys)
+		appendStringInfo(&sql, "LEFT JOIN %s t ON ROW(%s)::record = %s GROUP BY %s",
+						 rc->storage, keys, key_record(def, "t"), keys);
+	else
+		appendStringInfo(&sql, "LEFT JOIN %s t ON true", rc->storage);
+	run(sql.data, InvalidSnapshot, 0);
+	if (refused.len == 0)
+		appendStringInfoString(&refused, "false");
+
+	if (!keys)
+	{
+		/* The one state row: replace it, or recompute when refused */
+		run(psprintf("SELECT 1 FROM %s a WHERE %s", applied, refused.data), InvalidSnapshot, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+		{
+			rebuild(rc);
+			return;
+		}
+		run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
+		run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a", rc->storage,
+					 column_list(def, -1, NULL), column_list(def, -1, "a."), applied),
+			InvalidSnapshot, SPI_OK_INSERT);
+		return;
+	}
+	run(psprintf("DELETE FROM %s t USING %s a WHERE %s = %s",
+				 rc->storage, applied, key_record(def, "t"), key_record(def, "a")),
+		InvalidSnapshot, SPI_OK_DELETE);
+	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_count > 0 AND NOT (%s)",
+				 rc->storage, column_list(def, -1, NULL), column_list(def, -1, "a."),
+				 applied, refused.data),
+		InvalidSnapshot, SPI_OK_INSERT);
+	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
+					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
+							 "AND ROW(%s)::record = %s)",
+							 applied, refused.data, group_exprs(def, "s"), key_record(def, "a"))),
+		rc->snap, SPI_OK_INSERT);
+}
+
 /* Lock, check and load what a refresh of viewid needs */
 static RefreshCtx *
 refresh_setup(Oid viewid)
@@ -566,7 +643,10 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	}
 	else
 	{
-		apply_regroup(rc);
+		if (rc->def->retractable)
+			apply_retract(rc);
+		else
+			apply_regroup(rc);
 		res->mode = "regroup";
 	}
 	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
