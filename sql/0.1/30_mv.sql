@@ -88,3 +88,8 @@ CREATE FUNCTION mvinc._on_ddl_end() RETURNS event_trigger
 CREATE EVENT TRIGGER mvinc_mv_ddl_end ON ddl_command_end
     WHEN TAG IN ('ALTER TABLE')
     EXECUTE FUNCTION mvinc._on_ddl_end();
+
+-- Reads of a view are redirected to mvinc.mv_<oid> and mvinc._fresh():
+-- everyone may look the schema up; the storage tables and functions keep
+-- their own privileges (storage belongs to the view owner).
+GRANT USAGE ON SCHEMA mvinc TO PUBLIC;

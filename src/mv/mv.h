@@ -85,6 +85,16 @@ typedef struct MvRefreshResult
 } MvRefreshResult;
 
 /* mv_init.c */
+typedef struct MvInternal
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;
+} MvInternal;
+extern void MvBecomeInternal(MvInternal *save);
+extern void MvEndInternal(MvInternal *save);
+extern void MvSpiConnect(void);
+extern void MvSpiFinish(void);
 extern bool MvincExtensionReady(void);
 extern Oid	MvincSchemaOid(void);
 

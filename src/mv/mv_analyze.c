@@ -12,12 +12,16 @@
 #include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/transam.h"
 #include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "miscadmin.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "commands/extension.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
@@ -52,6 +56,7 @@ refuse(const char *detail, const char *hint)
 typedef struct CheckCtx
 {
 	Oid			mutable_func;
+	Oid			user_func;		/* first function that is not built in */
 	bool		system_column;
 	bool		whole_row;
 	bool		nested_agg;
@@ -64,6 +69,9 @@ mutable_func_checker(Oid func_id, void *context)
 {
 	CheckCtx   *ctx = (CheckCtx *) context;
 
+	if (func_id >= FirstNormalObjectId && !OidIsValid(ctx->user_func) &&
+		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
+		ctx->user_func = func_id;
 	if (func_volatile(func_id) != PROVOLATILE_IMMUTABLE)
 	{
 		if (!OidIsValid(ctx->mutable_func))
@@ -121,6 +129,10 @@ check_expr(Node *node, const char *where)
 		refuse(psprintf("The %s calls %s, which is not immutable.", where,
 						format_procedure(ctx.mutable_func)),
 			   "Use only immutable functions and operators in an incremental view.");
+	if (OidIsValid(ctx.user_func) && !superuser())
+		refuse(psprintf("The %s calls the user-defined function %s.", where,
+						format_procedure(ctx.user_func)),
+			   "Only a superuser can create an incremental view that calls user-defined functions, because refresh runs them with elevated rights.");
 	if (contain_mutable_functions(node))
 		refuse(psprintf("The %s uses an expression that is not immutable.", where),
 			   "Use only immutable functions and operators in an incremental view.");

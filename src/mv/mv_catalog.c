@@ -14,7 +14,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -80,7 +82,7 @@ MvCatalogLookup(Oid viewid, int how)
 
 	if (!MvincExtensionReady())
 		return NULL;
-	SPI_connect();
+	MvSpiConnect();
 	if (spi_oid_query("SELECT source::oid, kind, storage_name::text, storage_oid, populated, "
 					  "source_generation, coalesce(built_generation, -1), "
 					  "checkpoint_snapshot::text, checkpoint_lsn "
@@ -111,7 +113,7 @@ MvCatalogLookup(Oid viewid, int how)
 			cat->storage_oid = InvalidOid;
 		MemoryContextSwitchTo(spicxt);
 	}
-	SPI_finish();
+	MvSpiFinish();
 	return cat;
 }
 
@@ -123,10 +125,10 @@ MvIsIncrementalView(Oid relid)
 
 	if (get_rel_relkind(relid) != RELKIND_MATVIEW || !MvincExtensionReady())
 		return false;
-	SPI_connect();
+	MvSpiConnect();
 	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE view = $1::regclass",
 						  relid, MV_LOOKUP_NEW) > 0;
-	SPI_finish();
+	MvSpiFinish();
 	return found;
 }
 
@@ -138,9 +140,9 @@ MvIsStorageTable(Oid relid)
 
 	if (!MvincExtensionReady() || get_rel_namespace(relid) != MvincSchemaOid())
 		return false;
-	SPI_connect();
+	MvSpiConnect();
 	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE storage_oid = $1", relid, MV_LOOKUP_NEW) > 0;
-	SPI_finish();
+	MvSpiFinish();
 	return found;
 }
 
@@ -173,7 +175,7 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	ListCell   *lc;
 
-	SPI_connect();
+	MvSpiConnect();
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = ObjectIdGetDatum(def->sourceid);
 	values[2] = CStringGetTextDatum(def->kind == MV_KIND_AGGREGATE ? "aggregate" : "projection");
@@ -217,7 +219,7 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 								  7, ctypes, cvalues, cnulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into mvinc.mv_column");
 	}
-	SPI_finish();
+	MvSpiFinish();
 	CacheInvalidateRelcacheByRelid(viewid);
 }
 
@@ -229,12 +231,12 @@ MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name)
 	Datum		values[3] = {ObjectIdGetDatum(viewid), ObjectIdGetDatum(storage_oid),
 	CStringGetTextDatum(storage_name)};
 
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET storage_oid = $2, storage_name = $3 "
 							  "WHERE view = $1::regclass",
 							  3, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update mvinc.mv_view");
-	SPI_finish();
+	MvSpiFinish();
 }
 
 /* Commit point of a refresh: the new checkpoint, in the refresh's transaction */
@@ -256,7 +258,7 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 		nulls[2] = 'n';
 	values[3] = CStringGetTextDatum(mode);
 	values[4] = BoolGetDatum(populated);
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET checkpoint_snapshot = $2::pg_snapshot, "
 							  "checkpoint_lsn = $3, last_refresh = clock_timestamp(), "
 							  "last_mode = $4, populated = $5, built_generation = source_generation "
@@ -264,7 +266,7 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)
 		elog(ERROR, "could not update the checkpoint of view %u", viewid);
-	SPI_finish();
+	MvSpiFinish();
 }
 
 /* SQL type of a storage column */
@@ -300,6 +302,14 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	ObjectAddress self,
 				ext;
 	bool		first = true;
+	Oid			view_owner;
+	HeapTuple	tup;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(viewid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", viewid);
+	view_owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
 
 	initStringInfo(&sql);
 	initStringInfo(&keys);
@@ -318,9 +328,15 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	}
 	appendStringInfoString(&sql, ") WITH (autovacuum_vacuum_scale_factor = 0.05)");
 
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create storage table: %s", sql.data);
+	/* Owned like the view: reads check the storage as the view owner */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE mvinc.%s OWNER TO %s", quote_identifier(name),
+					 quote_identifier(GetUserNameFromId(view_owner, false)));
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not set the owner of the storage table");
 	if (keys.len > 0)
 	{
 		/* One row per group (NULL keys included) or per source row */
@@ -331,7 +347,7 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not create storage index: %s", sql.data);
 	}
-	SPI_finish();
+	MvSpiFinish();
 
 	storage = get_relname_relid(name, MvincSchemaOid());
 	if (!OidIsValid(storage))
@@ -381,7 +397,7 @@ MvForgetView(Oid viewid, Oid sourceid)
 	bool		isnull;
 	MemoryContext outer = CurrentMemoryContext;
 
-	SPI_connect();
+	MvSpiConnect();
 	if (spi_oid_query("SELECT storage_oid, storage_name::text FROM mvinc.mv_view "
 					  "WHERE view::oid = $1", viewid, MV_LOOKUP_NEW) > 0)
 	{
@@ -391,7 +407,7 @@ MvForgetView(Oid viewid, Oid sourceid)
 										   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 	}
 	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
-	SPI_finish();
+	MvSpiFinish();
 	if (storage_name && storage_exists(storage, storage_name))
 		drop_storage(storage);
 	if (OidIsValid(sourceid))

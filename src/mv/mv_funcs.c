@@ -95,7 +95,7 @@ count_query(const char *sql)
 	int64		n = 0;
 	bool		isnull;
 
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not run: %s", sql);
 	if (SPI_processed > 0)
@@ -104,7 +104,7 @@ count_query(const char *sql)
 
 		n = isnull ? 0 : DatumGetInt64(d);
 	}
-	SPI_finish();
+	MvSpiFinish();
 	return n;
 }
 
@@ -156,7 +156,7 @@ mvinc_on_sql_drop(PG_FUNCTION_ARGS)
 	if (!MvincExtensionReady())
 		return (Datum) 0;
 
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
 					"JOIN pg_event_trigger_dropped_objects() d "
 					"ON d.classid = 'pg_class'::regclass AND d.objid = v.view::oid "
@@ -173,7 +173,7 @@ mvinc_on_sql_drop(PG_FUNCTION_ARGS)
 																	  SPI_tuptable->tupdesc, 2, &isnull)));
 		MemoryContextSwitchTo(spicxt);
 	}
-	SPI_finish();
+	MvSpiFinish();
 
 	forboth(lc, views, lc2, sources)
 	{
@@ -193,12 +193,12 @@ mvinc_on_ddl_end(PG_FUNCTION_ARGS)
 		elog(ERROR, "not fired by event trigger manager");
 	if (!MvincExtensionReady())
 		return (Datum) 0;
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute("UPDATE mvinc.mv_view SET source_generation = source_generation + 1 "
 					"WHERE source::oid IN (SELECT objid FROM pg_event_trigger_ddl_commands() "
 					"WHERE classid = 'pg_class'::regclass AND object_type = 'table')",
 					false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update mvinc.mv_view");
-	SPI_finish();
+	MvSpiFinish();
 	return (Datum) 0;
 }

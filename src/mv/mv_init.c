@@ -7,7 +7,12 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "catalog/pg_authid.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
 #include "commands/extension.h"
 #include "utils/lsyscache.h"
 
@@ -38,10 +43,87 @@ MvincExtensionReady(void)
 	return OidIsValid(get_extension_oid("mvinc", true));
 }
 
+/*
+ * Run the subsystem's own SQL (catalog, change log, storage) with the
+ * rights of the bootstrap superuser and search_path pinned to pg_catalog,
+ * so that it works for every view owner and cannot be redirected.  User
+ * code in view definitions is limited to built-in functions unless a
+ * superuser created the view (mv_analyze.c).  An error restores both with
+ * the (sub)transaction.
+ */
+void
+MvBecomeInternal(MvInternal *save)
+{
+	GetUserIdAndSecContext(&save->userid, &save->sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	save->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+/* Back to the caller's user and search_path */
+void
+MvEndInternal(MvInternal *save)
+{
+	AtEOXact_GUC(true, save->nestlevel);
+	SetUserIdAndSecContext(save->userid, save->sec_context);
+}
+
+/* Stack of internal sections opened by MvSpiConnect */
+#define MV_SPI_DEPTH 32
+static MvInternal spi_stack[MV_SPI_DEPTH];
+static int	spi_level[MV_SPI_DEPTH];	/* transaction nest level of each */
+static int	spi_depth = 0;
+
+/* SPI_connect as the internal user (see MvBecomeInternal) */
+void
+MvSpiConnect(void)
+{
+	if (spi_depth >= MV_SPI_DEPTH)
+		elog(ERROR, "mvinc internal SQL nested too deeply");
+	spi_level[spi_depth] = GetCurrentTransactionNestLevel();
+	MvBecomeInternal(&spi_stack[spi_depth++]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/* SPI_finish and back to the caller's user */
+void
+MvSpiFinish(void)
+{
+	SPI_finish();
+	MvEndInternal(&spi_stack[--spi_depth]);
+}
+
+/* Forget open sections after an error (the transaction restored the rest) */
+static void
+mv_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		spi_depth = 0;
+}
+
+/* Forget the sections of an aborted subtransaction */
+static void
+mv_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		int			level = GetCurrentTransactionNestLevel();
+
+		while (spi_depth > 0 && spi_level[spi_depth - 1] >= level)
+			spi_depth--;
+	}
+}
+
 /* Install the mv subsystem's GUCs and hooks */
 void
 MvincMvInit(void)
 {
 	MvUtilityInit();
 	MvReadInit();
+	RegisterXactCallback(mv_xact_callback, NULL);
+	RegisterSubXactCallback(mv_subxact_callback, NULL);
 }

@@ -273,7 +273,7 @@ static int	fresh_memo_next = 0;
 
 /* Decide freshness for the active snapshot (uncached) */
 static bool
-compute_fresh(Oid viewid)
+compute_fresh_internal(Oid viewid)
 {
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
 	Oid			changelog;
@@ -295,7 +295,7 @@ compute_fresh(Oid viewid)
 	if (!MvTryWaitForCapture(target, 5000))
 		return false;
 
-	SPI_connect();
+	MvSpiConnect();
 	if (SPI_execute("SELECT pg_current_snapshot()::text", true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the current snapshot");
 	query_snap = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -309,7 +309,20 @@ compute_fresh(Oid viewid)
 							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the change log");
 	fresh = (SPI_processed == 0);
-	SPI_finish();
+	MvSpiFinish();
+	return fresh;
+}
+
+/* compute_fresh_internal with the subsystem's own rights */
+static bool
+compute_fresh(Oid viewid)
+{
+	MvInternal	save;
+	bool		fresh;
+
+	MvBecomeInternal(&save);
+	fresh = compute_fresh_internal(viewid);
+	MvEndInternal(&save);
 	return fresh;
 }
 

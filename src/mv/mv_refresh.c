@@ -662,9 +662,12 @@ MvRefresh(Oid viewid, bool full, bool initial)
 {
 	MvRefreshResult res = {0};
 	RefreshCtx *rc;
+	MvInternal save;
 
+	/* SQL is generated and run with search_path pinned (see mv_init.c) */
+	MvBecomeInternal(&save);
 	rc = refresh_setup(viewid);
-	SPI_connect();
+	MvSpiConnect();
 	mvinc_refresh_depth++;
 	PG_TRY();
 	{
@@ -680,6 +683,7 @@ MvRefresh(Oid viewid, bool full, bool initial)
 	PG_END_TRY();
 	if (rc->snap)
 		UnregisterSnapshot(rc->snap);
-	SPI_finish();
+	MvSpiFinish();
+	MvEndInternal(&save);
 	return res;
 }
