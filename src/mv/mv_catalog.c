@@ -132,6 +132,21 @@ MvIsIncrementalView(Oid relid)
 	return found;
 }
 
+/* Is relid the source of an incremental view? */
+bool
+MvIsSource(Oid relid)
+{
+	bool		found;
+
+	if (!MvincExtensionReady())
+		return false;
+	MvSpiConnect();
+	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE source = $1::regclass",
+						  relid, MV_LOOKUP_NEW) > 0;
+	MvSpiFinish();
+	return found;
+}
+
 /* Is relid the storage table of an incremental view? */
 bool
 MvIsStorageTable(Oid relid)
