@@ -85,6 +85,7 @@ typedef struct MvRefreshResult
 } MvRefreshResult;
 
 /* mv_init.c */
+extern int	mvinc_fresh_wait;
 typedef struct MvInternal
 {
 	Oid			userid;
@@ -120,6 +121,7 @@ extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage
 extern void MvForgetView(Oid viewid, Oid sourceid);
 
 /* mv_capture.c */
+extern XLogRecPtr MvInsertLsn(void);
 extern bool MvCaptureAvailable(void);
 extern Oid	MvTrack(Oid relid, bool full_old_rows);
 extern Oid	MvChangeLogRelid(Oid relid);

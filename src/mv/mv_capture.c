@@ -8,6 +8,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -27,6 +29,23 @@ extern XLogRecPtr MvincRetainedFrom(Oid relid) __attribute__((weak));
 
 /* Refresh waits at most this long for capture to reach its target LSN */
 #define MV_REFRESH_WAIT_MS	60000
+
+/*
+ * The current WAL insert position as an end-of-record LSN: when the insert
+ * position sits just after a page header, no record ends there (records
+ * end at the page boundary), and a flush to it cannot be satisfied.
+ */
+XLogRecPtr
+MvInsertLsn(void)
+{
+	XLogRecPtr	p = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
+		p -= SizeOfXLogLongPHD;
+	else if (p % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		p -= SizeOfXLogShortPHD;
+	return p;
+}
 
 /* True when the capture subsystem is linked in */
 bool

@@ -118,10 +118,18 @@ mv_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/* mvinc.fresh_wait: ms a read waits for capture before going live */
+int			mvinc_fresh_wait = 2000;
+
 /* Install the mv subsystem's GUCs and hooks */
 void
 MvincMvInit(void)
 {
+	DefineCustomIntVariable("mvinc.fresh_wait",
+							"How long a read of an incremental view waits for change capture to catch up.",
+							"After this many milliseconds the read answers from the source (the live path).",
+							&mvinc_fresh_wait, 2000, 0, 600000,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	MvUtilityInit();
 	MvReadInit();
 	RegisterXactCallback(mv_xact_callback, NULL);

@@ -40,6 +40,7 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "mv/mv.h"
 
@@ -271,6 +272,23 @@ typedef struct FreshMemo
 static FreshMemo fresh_memo[FRESH_MEMO_SIZE];
 static int	fresh_memo_next = 0;
 
+/* When a wait for capture last timed out in this backend */
+static TimestampTz last_wait_failure = 0;
+
+/*
+ * How long a read waits for capture to catch up before it takes the live
+ * path: mvinc.fresh_wait, but only 10 ms for a minute after a wait failed
+ * (capture down or far behind), so that reads do not all stall.
+ */
+static int
+fresh_wait_timeout(void)
+{
+	if (last_wait_failure != 0 &&
+		!TimestampDifferenceExceeds(last_wait_failure, GetCurrentTimestamp(), 60000))
+		return Min(mvinc_fresh_wait, 10);
+	return mvinc_fresh_wait;
+}
+
 /* Decide freshness for the active snapshot (uncached) */
 static bool
 compute_fresh_internal(Oid viewid)
@@ -291,9 +309,12 @@ compute_fresh_internal(Oid viewid)
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog) || MvRetainedFrom(cat->sourceid) > cat->checkpoint_lsn)
 		return false;
-	target = GetXLogInsertRecPtr();
-	if (!MvTryWaitForCapture(target, 5000))
+	target = MvInsertLsn();
+	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
+	{
+		last_wait_failure = GetCurrentTimestamp();
 		return false;
+	}
 
 	MvSpiConnect();
 	if (SPI_execute("SELECT pg_current_snapshot()::text", true, 1) != SPI_OK_SELECT)

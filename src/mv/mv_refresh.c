@@ -516,10 +516,10 @@ refresh_setup(Oid viewid)
 static void
 take_snapshot(RefreshCtx *rc)
 {
-	rc->before = GetXLogInsertRecPtr();
+	rc->before = MvInsertLsn();
 	rc->snap = RegisterSnapshot(GetLatestSnapshot());
 	rc->snaptext = snapshot_text(rc->snap);
-	rc->target = GetXLogInsertRecPtr();
+	rc->target = MvInsertLsn();
 }
 
 /* Make the matview look populated (pg_dump then emits its REFRESH) */
