@@ -216,21 +216,6 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			return;
 		}
 	}
-	else if (IsA(parsetree, RenameStmt) &&
-			 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
-			 ((RenameStmt *) parsetree)->relation != NULL)
-	{
-		RenameStmt *stmt = (RenameStmt *) parsetree;
-		Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-
-		/* The change log keeps the old column names */
-		if (OidIsValid(relid) && MvIsSource(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot rename a column of table \"%s\"", get_rel_name(relid)),
-					 errdetail("The table is the source of an incremental materialized view."),
-					 errhint("Drop the incremental views on the table, rename the column, and create them again.")));
-	}
 	else if (IsA(parsetree, TruncateStmt))
 	{
 		ListCell   *lc;
