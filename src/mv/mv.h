@@ -119,6 +119,7 @@ extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr 
 extern Oid	MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by);
 extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name);
 extern void MvForgetView(Oid viewid, Oid sourceid);
+extern void MvCatalogMarkStale(Oid viewid);
 
 /* mv_capture.c */
 extern XLogRecPtr MvInsertLsn(void);
@@ -145,6 +146,9 @@ extern int	mvinc_refresh_depth;
 extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
 extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
 extern bool MvXactModified(Oid relid);
+extern void MvRefreshInit(void);
+extern void MvNoteSourceWrite(Oid relid);
+extern bool MvHasOwnChanges(void);
 extern char *MvSourceName(Oid relid);
 
 /* mv_read.c */

@@ -284,6 +284,16 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 	MvSpiFinish();
 }
 
+/* Make the next refresh full and reads live (built generation unknown) */
+void
+MvCatalogMarkStale(Oid viewid)
+{
+	MvSpiConnect();
+	spi_oid_query("UPDATE mvinc.mv_view SET built_generation = -1 WHERE view::oid = $1",
+				  viewid, MV_LOOKUP_NEW);
+	MvSpiFinish();
+}
+
 /* SQL type of a storage column */
 static char *
 column_type(MvColumn *col)

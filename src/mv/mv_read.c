@@ -59,6 +59,7 @@ refuse_write(Query *q)
 	rte = rt_fetch(q->resultRelation, q->rtable);
 	if (rte->rtekind != RTE_RELATION)
 		return;
+	MvNoteSourceWrite(rte->relid);
 	if (rte->relkind == RELKIND_MATVIEW && MvIsIncrementalView(rte->relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -249,7 +250,9 @@ mv_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	Oid			schema = MvincSchemaOid();
 
-	if (OidIsValid(schema) && needs_work_walker((Node *) parse, &schema) &&
+	if (OidIsValid(schema) &&
+		((MvHasOwnChanges() && (parse->commandType != CMD_SELECT || parse->hasModifyingCTE)) ||
+		 needs_work_walker((Node *) parse, &schema)) &&
 		MvincExtensionReady())
 		redirect_walker((Node *) parse, NULL);
 	if (prev_planner_hook)

@@ -32,6 +32,7 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -59,22 +60,122 @@ MvExprSql(Oid sourceid, Node *expr, const char *alias)
 	return deparse_expression(expr, ctx, alias != NULL, true);
 }
 
+/* Rows of relid the current transaction inserted, updated or deleted */
+static int64
+xact_changes(Oid relid)
+{
+	PgStat_TableStatus *tab = find_tabstat_entry(relid);
+	PgStat_TableXactStatus *trans;
+	int64		n = 0;
+
+	if (tab == NULL)
+		return 0;
+	for (trans = tab->trans; trans != NULL; trans = trans->upper)
+		n += trans->tuples_inserted + trans->tuples_updated + trans->tuples_deleted +
+			(trans->truncdropped ? 1 : 0);
+	return n;
+}
+
 /* Did the current transaction insert, update or delete rows of relid? */
 bool
 MvXactModified(Oid relid)
 {
-	PgStat_TableStatus *tab = find_tabstat_entry(relid);
-	PgStat_TableXactStatus *trans;
+	return xact_changes(relid) != 0;
+}
 
-	if (tab == NULL)
-		return false;
-	for (trans = tab->trans; trans != NULL; trans = trans->upper)
+/*
+ * Sources that this transaction modified before refreshing a view from
+ * them.  Such a refresh reads the source including the transaction's own
+ * changes and marks the transaction as seen in the checkpoint, so the
+ * source must not change again before commit (checked at pre-commit).
+ */
+typedef struct OwnChanges
+{
+	Oid			sourceid;
+	Oid			viewid;
+	int64		changes;
+} OwnChanges;
+
+static List *own_changes = NIL;
+
+/* Remember the source's change count at the refresh */
+static void
+remember_own_changes(Oid sourceid, Oid viewid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	OwnChanges *oc = palloc(sizeof(OwnChanges));
+
+	oc->sourceid = sourceid;
+	oc->viewid = viewid;
+	oc->changes = xact_changes(sourceid);
+	own_changes = lappend(own_changes, oc);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The current transaction is about to write relid: a view refreshed from
+ * it earlier in this transaction (with the transaction's own changes) goes
+ * stale, so that reads take the live path and the next refresh is full.
+ */
+void
+MvNoteSourceWrite(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, own_changes)
 	{
-		if (trans->tuples_inserted || trans->tuples_updated ||
-			trans->tuples_deleted || trans->truncdropped)
-			return true;
+		OwnChanges *oc = lfirst(lc);
+
+		if (oc->sourceid == relid)
+		{
+			MvCatalogMarkStale(oc->viewid);
+			own_changes = foreach_delete_current(own_changes, lc);
+		}
 	}
-	return false;
+}
+
+/* Did this transaction refresh a view with its own source changes? */
+bool
+MvHasOwnChanges(void)
+{
+	return own_changes != NIL;
+}
+
+/* Pre-commit: refuse to commit when such a source changed unnoticed */
+static void
+own_changes_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == XACT_EVENT_PRE_COMMIT)
+	{
+		foreach(lc, own_changes)
+		{
+			OwnChanges *oc = lfirst(lc);
+
+			if (xact_changes(oc->sourceid) != oc->changes)
+			{
+				own_changes = NIL;
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("source of materialized view \"%s\" was modified after the view was refreshed in the same transaction",
+								get_rel_name(oc->viewid)),
+						 errdetail("The refresh included the transaction's earlier changes of the source, so later ones would be lost."),
+						 errhint("Refresh the view again after the last change, or in a separate transaction.")));
+			}
+		}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		own_changes = NIL;
+}
+
+/* Install the pre-commit check */
+void
+MvRefreshInit(void)
+{
+	RegisterXactCallback(own_changes_callback, NULL);
 }
 
 /* Run SQL; with a snapshot, under it (its command id advanced) */
@@ -109,16 +210,28 @@ first_value(int col)
 }
 
 /*
- * The text of snapshot snap as pg_snapshot, with the current transaction
- * added as running (its changes reach the change log after it commits, so
- * a later refresh must still consume them).
+ * The text of snapshot snap as pg_snapshot.  Unless own_seen, the current
+ * transaction is added as running: its changes reach the change log after
+ * it commits, and a later refresh must consume them.  With own_seen (the
+ * refresh read the transaction's own changes of the source) it stays
+ * visible, so they are not applied twice.
  */
 static char *
-snapshot_text(Snapshot snap)
+snapshot_text(Snapshot snap, bool own_seen)
 {
 	SPIPlanPtr	plan;
 
-	plan = SPI_prepare("WITH z AS (SELECT pg_current_snapshot() s, pg_current_xact_id_if_assigned() x) "
+	if (own_seen)
+		/* own xid >= xmax: raise xmax past it, xids in between stay running */
+		plan = SPI_prepare("WITH z AS (SELECT pg_current_snapshot() s, pg_current_xact_id_if_assigned() x) "
+						   "SELECT CASE WHEN x IS NULL OR pg_visible_in_snapshot(x, s) THEN s::text "
+						   "ELSE pg_snapshot_xmin(s)::text || ':' || (x::text::numeric + 1)::text || ':' || "
+						   "coalesce((SELECT string_agg(v::text, ',' ORDER BY v) FROM "
+						   "  (SELECT pg_snapshot_xip(s)::text::numeric v UNION "
+						   "   SELECT generate_series(pg_snapshot_xmax(s)::text::numeric, x::text::numeric - 1)) q), '') "
+						   "END FROM z", 0, NULL);
+	else
+		plan = SPI_prepare("WITH z AS (SELECT pg_current_snapshot() s, pg_current_xact_id_if_assigned() x) "
 					   "SELECT CASE WHEN x IS NULL OR NOT pg_visible_in_snapshot(x, s) THEN s::text "
 					   "ELSE least(pg_snapshot_xmin(s)::text::numeric, x::text::numeric)::text || ':' || "
 					   "pg_snapshot_xmax(s)::text || ':' || "
@@ -247,6 +360,7 @@ typedef struct RefreshCtx
 	XLogRecPtr	before;			/* B */
 	XLogRecPtr	target;			/* T */
 	char	   *delta;			/* WHERE of the consumed change-log rows (alias s) */
+	bool		own_modified;	/* this transaction changed the source */
 } RefreshCtx;
 
 /* Rebuild the storage from the source under S' */
@@ -502,13 +616,10 @@ refresh_setup(Oid viewid)
 				 errmsg("\"%s\" is not an incremental materialized view", get_rel_name(viewid)),
 				 errhint("Create it WITH (mvinc.incremental = true).")));
 	rc->def = MvDefForView(viewid);
-	if (MvXactModified(rc->def->sourceid))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot refresh materialized view \"%s\" in a transaction that has modified its source",
-						get_rel_name(viewid)),
-				 errdetail("Changes of the transaction reach the change log only when it commits."),
-				 errhint("Refresh the view in a separate transaction.")));
+	/* Own changes are not in the change log yet: read them from the source */
+	rc->own_modified = MvXactModified(rc->def->sourceid);
+	if (rc->own_modified)
+		remember_own_changes(rc->def->sourceid, viewid);
 	return rc;
 }
 
@@ -518,7 +629,7 @@ take_snapshot(RefreshCtx *rc)
 {
 	rc->before = MvInsertLsn();
 	rc->snap = RegisterSnapshot(GetLatestSnapshot());
-	rc->snaptext = snapshot_text(rc->snap);
+	rc->snaptext = snapshot_text(rc->snap, rc->own_modified);
 	rc->target = MvInsertLsn();
 }
 
@@ -622,7 +733,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	res->to_lsn = rc->target;
 	res->changes = nins + nother;
 
-	if (full || ntrunc > 0 || MvRetainedFrom(source) > L ||
+	if (full || rc->own_modified || ntrunc > 0 || MvRetainedFrom(source) > L ||
 		rc->cat->built_generation != rc->cat->source_generation ||
 		(nkeyonly > 0 && rc->def->kind == MV_KIND_AGGREGATE))
 	{

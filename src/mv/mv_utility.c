@@ -156,6 +156,7 @@ refuse_into(RangeVar *rv, const char *what)
 
 	if (!OidIsValid(relid))
 		return;
+	MvNoteSourceWrite(relid);
 	if (MvIsIncrementalView(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -134,13 +134,28 @@ SELECT * FROM m_proj ORDER BY id;
 ALTER TABLE m_src DROP COLUMN v;
 ALTER TABLE m_src ALTER COLUMN w TYPE bigint;
 
--- refresh inside a transaction that wrote the source is refused
+-- a refresh in a transaction that wrote the source reads the source (full)
+-- and includes the transaction's own changes; changing the source again
+-- afterwards makes the view stale (live reads, next refresh full)
 BEGIN;
 INSERT INTO m_src VALUES (3, 3, 3, 3, 'mine');
 SELECT mvinc.read_path('m_proj');
 SELECT * FROM m_proj ORDER BY id;
-SELECT * FROM mvinc.refresh('m_proj');
-ROLLBACK;
+SELECT * FROM mv_refresh('m_proj');
+SELECT mvinc.read_path('m_proj');
+COMMIT;
+SELECT * FROM mv_refresh('m_proj');
+SELECT mvinc.read_path('m_proj');
+BEGIN;
+UPDATE m_src SET label = 'mine!' WHERE id = 3;
+SELECT * FROM mv_refresh('m_proj');
+DELETE FROM m_src WHERE id = 3;
+SELECT * FROM m_proj ORDER BY id;
+COMMIT;
+SELECT mvinc.read_path('m_proj');
+SELECT * FROM m_proj ORDER BY id;
+SELECT * FROM mv_refresh('m_proj');
+SELECT mvinc.read_path('m_proj');
 -- a failed refresh leaves view and checkpoint as they were
 SELECT checkpoint_lsn AS lsn_before FROM mvinc.mv_view WHERE view = 'm_proj'::regclass \gset
 INSERT INTO m_src VALUES (4, 4, 4, 4, 'four');
