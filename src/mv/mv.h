@@ -125,6 +125,7 @@ extern void MvCatalogMarkStale(Oid viewid);
 extern XLogRecPtr MvInsertLsn(void);
 extern bool MvCaptureAvailable(void);
 extern Oid	MvTrack(Oid relid, bool full_old_rows);
+extern bool MvTryTrack(Oid relid, bool full_old_rows);
 extern Oid	MvChangeLogRelid(Oid relid);
 extern void MvWaitForCapture(XLogRecPtr lsn);
 extern bool MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);

@@ -74,6 +74,38 @@ MvTrack(Oid relid, bool full_old_rows)
 	return MvincTrack(relid, full_old_rows);
 }
 
+/* MvTrack that returns false instead of raising an error */
+bool
+MvTryTrack(Oid relid, bool full_old_rows)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		ok = true;
+
+	if (!MvCaptureAvailable())
+		return false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		(void) MvincTrack(relid, full_old_rows);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
 /* relid's change log, or InvalidOid */
 Oid
 MvChangeLogRelid(Oid relid)

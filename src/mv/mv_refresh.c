@@ -656,6 +656,22 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	Oid			source = rc->def->sourceid;
 
 	LockRelationOid(source, ShareLock);
+	if (!OidIsValid(rc->cat->storage_oid) && !MvTryTrack(source, rc->def->kind == MV_KIND_AGGREGATE))
+	{
+		/*
+		 * A restored view whose source cannot be tracked yet (the dump is
+		 * restored in the transaction that created the extension): it
+		 * stays unadopted, reads answer live, and the next refresh adopts.
+		 */
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("materialized view \"%s\" is not refreshed yet", get_rel_name(rc->viewid)),
+				 errdetail("Change capture cannot track its source in this transaction."),
+				 errhint("Refresh the view again after this transaction commits; until then reads run its query.")));
+		mark_populated(rc->viewid);
+		res->mode = "noop";
+		return;
+	}
 	MvTrack(source, rc->def->kind == MV_KIND_AGGREGATE);
 	if (!OidIsValid(rc->cat->storage_oid))
 		rc->cat->storage_oid = MvCreateStorage(rc->viewid, rc->def, NULL);
