@@ -14,6 +14,9 @@ CREATE FUNCTION mvinc._agg_state_trans(internal, regprocedure)
 CREATE FUNCTION mvinc._agg_merge_trans(internal, regprocedure, bytea)
     RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_merge_trans';
+CREATE FUNCTION mvinc._agg_merge_trans(internal, regprocedure, bytea, anyelement)
+    RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_merge_trans';
 CREATE FUNCTION mvinc._agg_apply_trans(internal, regprocedure, bytea, integer, VARIADIC "any")
     RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_apply_trans';
@@ -23,32 +26,58 @@ CREATE FUNCTION mvinc._agg_apply_trans(internal, regprocedure, bytea, integer)
 CREATE FUNCTION mvinc._agg_state_final(internal)
     RETURNS bytea LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_state_final';
+CREATE FUNCTION mvinc._agg_state_combine(internal, internal)
+    RETURNS internal LANGUAGE c CALLED ON NULL INPUT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_state_combine';
+CREATE FUNCTION mvinc._agg_state_serialize(internal)
+    RETURNS bytea LANGUAGE c STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_state_serialize';
+CREATE FUNCTION mvinc._agg_state_deserialize(bytea, internal)
+    RETURNS internal LANGUAGE c STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_state_deserialize';
 
 -- The state of aggfn over the rows: mvinc.agg_state('sum(integer)', x).
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure, VARIADIC "any") (
-    SFUNC = mvinc._agg_state_trans, STYPE = internal,
-    FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
+    SFUNC = mvinc._agg_state_trans, STYPE = internal, SSPACE = 128,
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 -- The same for aggregates without arguments: mvinc.agg_state('count()').
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure) (
-    SFUNC = mvinc._agg_state_trans, STYPE = internal,
-    FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
+    SFUNC = mvinc._agg_state_trans, STYPE = internal, SSPACE = 128,
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 
 -- States merged with aggfn's combine function.
 CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea) (
-    SFUNC = mvinc._agg_merge_trans, STYPE = internal,
-    FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
+    SFUNC = mvinc._agg_merge_trans, STYPE = internal, SSPACE = 128,
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
+-- The same, told the aggregate's argument type and collation by a sample
+-- value: mvinc.agg_merge('max(text)', s, NULL::text COLLATE "C"), or
+-- mvinc.agg_merge('max(anyarray)', s, NULL::int[]) for a polymorphic state.
+CREATE AGGREGATE mvinc.agg_merge(aggfn regprocedure, state bytea, sample anyelement) (
+    SFUNC = mvinc._agg_merge_trans, STYPE = internal, SSPACE = 128,
+    FINALFUNC = mvinc._agg_state_final, COMBINEFUNC = mvinc._agg_state_combine,
+    SERIALFUNC = mvinc._agg_state_serialize, DESERIALFUNC = mvinc._agg_state_deserialize,
+    PARALLEL = SAFE);
 
 -- A base state with rows added (sign > 0) and retracted (sign < 0);
 -- NULL when a retraction is refused: recompute the group.
 CREATE AGGREGATE mvinc.agg_apply(aggfn regprocedure, base bytea, sign integer, VARIADIC "any") (
-    SFUNC = mvinc._agg_apply_trans, STYPE = internal,
+    SFUNC = mvinc._agg_apply_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
 CREATE AGGREGATE mvinc.agg_apply(aggfn regprocedure, base bytea, sign integer) (
-    SFUNC = mvinc._agg_apply_trans, STYPE = internal,
+    SFUNC = mvinc._agg_apply_trans, STYPE = internal, SSPACE = 128,
     FINALFUNC = mvinc._agg_state_final, PARALLEL = SAFE);
 
 -- Two states merged (NULL is the empty state).
 CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea)
+    RETURNS bytea LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_combine';
+CREATE FUNCTION mvinc.agg_combine(aggfn regprocedure, a bytea, b bytea, sample anyelement)
     RETURNS bytea LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_combine';
 
@@ -64,6 +93,18 @@ CREATE FUNCTION mvinc.agg_kind(aggfn regprocedure)
 CREATE FUNCTION mvinc.agg_kind_detail(aggfn regprocedure)
     RETURNS text LANGUAGE c STRICT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_kind_detail';
+
+-- Whether a state of one aggregate is also the state of another (sum and
+-- avg of numeric), so that a view can store it once.
+CREATE FUNCTION mvinc.agg_same_state(a regprocedure, b regprocedure)
+    RETURNS boolean LANGUAGE c STRICT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_same_state';
+
+-- Whether agg_merge/agg_combine need the sample argument for aggfn: its
+-- state type is polymorphic or its argument is collatable (min/max(text)).
+CREATE FUNCTION mvinc.agg_needs_sample(aggfn regprocedure)
+    RETURNS boolean LANGUAGE c STRICT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_needs_sample';
 
 -- approx_count_distinct: a mergeable HyperLogLog (src/mv/hll.c).
 CREATE FUNCTION mvinc._hll_trans(internal, anyelement)

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -106,7 +107,7 @@ MvincAggGetKind(Oid aggfnoid, const char **detail, const char **hint)
 
 	if (prokind != PROKIND_AGGREGATE)
 	{
-		d = _("It is not an aggregate function.");
+		d = _("It is not an aggregate function.");	/* agg_kind_detail only */
 		h = _("Pass an aggregate function, such as 'sum(integer)'::regprocedure.");
 		goto done;
 	}
@@ -137,13 +138,8 @@ MvincAggGetKind(Oid aggfnoid, const char **detail, const char **hint)
 		d = _("Its transition type is internal and it has no serialization and deserialization functions.");
 		h = _("Define the aggregate with SERIALFUNC and DESERIALFUNC.");
 	}
-	else if (IsPolymorphicType(agg->aggtranstype))
-	{
-		d = psprintf(_("Its transition type %s is polymorphic."),
-					 format_type_be(agg->aggtranstype));
-		h = _("Compute it from the source rows instead.");
-	}
 	else if (agg->aggtranstype != INTERNALOID &&
+			 !IsPolymorphicType(agg->aggtranstype) &&
 			 !type_has_binary_io(agg->aggtranstype))
 	{
 		d = psprintf(_("Its transition type %s has no binary send and receive functions."),
@@ -197,7 +193,7 @@ MvincAggCheck(Oid aggfnoid, bool need_retract)
 						format_procedure(aggfnoid)) :
 				 errmsg("aggregate function \"%s\" cannot be stored as a partial state",
 						format_procedure(aggfnoid)),
-				 errdetail_internal("%s", detail),
+				 notagg ? 0 : errdetail_internal("%s", detail),
 				 errhint("%s", hint)));
 	}
 	if (need_retract && kind != MVINC_AGG_RETRACTABLE)
@@ -207,6 +203,107 @@ MvincAggCheck(Oid aggfnoid, bool need_retract)
 						format_procedure(aggfnoid)),
 				 errdetail_internal("%s", detail),
 				 errhint("Recompute the group's state from its source rows with mvinc.agg_state().")));
+}
+
+/*
+ * True when two aggregates keep the same state from the same arguments
+ * (sum and avg of numeric): a state built for one can be merged, retracted
+ * and finished as the other, so a view can store it once.
+ */
+bool
+MvincAggSameState(Oid agg1, Oid agg2)
+{
+	HeapTuple	t1,
+				t2,
+				p1,
+				p2;
+	Form_pg_aggregate a1,
+				a2;
+	Form_pg_proc f1,
+				f2;
+	bool		same;
+
+	if (agg1 == agg2)
+		return MvincAggGetKind(agg1, NULL, NULL) != MVINC_AGG_UNSUPPORTED;
+	if (MvincAggGetKind(agg1, NULL, NULL) == MVINC_AGG_UNSUPPORTED ||
+		MvincAggGetKind(agg2, NULL, NULL) != MvincAggGetKind(agg1, NULL, NULL))
+		return false;
+
+	t1 = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg1));
+	t2 = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg2));
+	p1 = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg1));
+	p2 = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg2));
+	if (!HeapTupleIsValid(t1) || !HeapTupleIsValid(t2) ||
+		!HeapTupleIsValid(p1) || !HeapTupleIsValid(p2))
+		elog(ERROR, "cache lookup failed for aggregate %u or %u", agg1, agg2);
+	a1 = (Form_pg_aggregate) GETSTRUCT(t1);
+	a2 = (Form_pg_aggregate) GETSTRUCT(t2);
+	f1 = (Form_pg_proc) GETSTRUCT(p1);
+	f2 = (Form_pg_proc) GETSTRUCT(p2);
+
+	same = a1->aggtransfn == a2->aggtransfn &&
+		a1->aggtranstype == a2->aggtranstype &&
+		a1->aggcombinefn == a2->aggcombinefn &&
+		a1->aggserialfn == a2->aggserialfn &&
+		a1->aggdeserialfn == a2->aggdeserialfn &&
+		a1->aggminvtransfn == a2->aggminvtransfn &&
+		f1->pronargs == f2->pronargs &&
+		memcmp(f1->proargtypes.values, f2->proargtypes.values,
+			   f1->pronargs * sizeof(Oid)) == 0;
+	if (same)
+	{
+		bool		n1,
+					n2;
+		Datum		d1 = SysCacheGetAttr(AGGFNOID, t1, Anum_pg_aggregate_agginitval, &n1);
+		Datum		d2 = SysCacheGetAttr(AGGFNOID, t2, Anum_pg_aggregate_agginitval, &n2);
+
+		same = (n1 && n2) ||
+			(!n1 && !n2 && strcmp(TextDatumGetCString(d1), TextDatumGetCString(d2)) == 0);
+	}
+	ReleaseSysCache(t1);
+	ReleaseSysCache(t2);
+	ReleaseSysCache(p1);
+	ReleaseSysCache(p2);
+	return same;
+}
+
+/*
+ * True when merging or finishing the aggregate's states outside agg_state
+ * needs a sample of its argument (agg_merge/agg_combine's last argument):
+ * its state type is polymorphic, or an argument may carry a collation
+ * (min/max of text compare under it).
+ */
+bool
+MvincAggNeedsSample(Oid aggfnoid)
+{
+	HeapTuple	proctup;
+	Form_pg_proc proc;
+	bool		needs;
+	int			i;
+
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for function %u", aggfnoid);
+	proc = (Form_pg_proc) GETSTRUCT(proctup);
+	needs = false;
+	for (i = 0; i < proc->pronargs && !needs; i++)
+	{
+		Oid			t = proc->proargtypes.values[i];
+
+		needs = IsPolymorphicType(t) || type_is_collatable(t);
+	}
+	if (proc->prokind == PROKIND_AGGREGATE && !needs)
+	{
+		HeapTuple	aggtup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+
+		if (HeapTupleIsValid(aggtup))
+		{
+			needs = IsPolymorphicType(((Form_pg_aggregate) GETSTRUCT(aggtup))->aggtranstype);
+			ReleaseSysCache(aggtup);
+		}
+	}
+	ReleaseSysCache(proctup);
+	return needs;
 }
 
 /* Check that the actual argument types fit the aggregate's signature */
@@ -221,8 +318,9 @@ check_arg_types(Oid aggfnoid, Form_pg_proc proc, int nargs, const Oid *argtypes)
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("wrong number of arguments for aggregate function \"%s\"",
 						format_procedure(aggfnoid)),
-				 errdetail("The aggregate takes %d arguments, %d were given.",
-						   proc->pronargs, nargs),
+				 errdetail_plural("The aggregate takes %d argument, the call passes %d.",
+								  "The aggregate takes %d arguments, the call passes %d.",
+								  proc->pronargs, proc->pronargs, nargs),
 				 errhint("Pass the aggregate's arguments after the aggregate function itself.")));
 
 	for (i = 0; i < nargs; i++)
@@ -304,6 +402,15 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 
 	MvincAggCheck(aggfnoid, false);
 
+	/* our wrappers are parallel safe; the aggregate they run must be too */
+	if (IsParallelWorker() && func_parallel(aggfnoid) != PROPARALLEL_SAFE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function \"%s\" is not parallel safe",
+						format_procedure(aggfnoid)),
+				 errdetail("A parallel worker was asked to run it."),
+				 errhint("Recreate the aggregate with PARALLEL = SAFE, or set max_parallel_workers_per_gather to 0.")));
+
 	aclresult = pg_proc_aclcheck(aggfnoid, GetUserId(), ACL_EXECUTE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_AGGREGATE, get_func_name(aggfnoid));
@@ -347,9 +454,32 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 	if (info->counted)
 		check_support_acl(agg->aggminvtransfn, proc->proowner);
 
+	/* a polymorphic state type follows the actual argument types */
+	if (IsPolymorphicType(agg->aggtranstype))
+	{
+		int			i;
+
+		for (i = 0; i < info->nargs; i++)
+			if (IsPolymorphicType(info->argtypes[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+						 errmsg("could not determine the state type of aggregate function \"%s\"",
+								format_procedure(aggfnoid)),
+						 errdetail("Its transition type %s is polymorphic.",
+								   format_type_be(agg->aggtranstype)),
+						 errhint("Pass a value of the aggregate's argument type as the last argument, such as NULL::integer[].")));
+	}
 	info->transtype = resolve_aggregate_transtype(aggfnoid, agg->aggtranstype,
 												  info->argtypes, info->nargs);
 	get_typlenbyval(info->transtype, &info->transtypeLen, &info->transtypeByVal);
+	if (info->transtype != INTERNALOID && !type_has_binary_io(info->transtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function \"%s\" cannot be stored as a partial state",
+						format_procedure(aggfnoid)),
+				 errdetail("Its transition type %s has no binary send and receive functions.",
+						   format_type_be(info->transtype)),
+				 errhint("Compute it from the source rows instead.")));
 
 	textInitVal = SysCacheGetAttr(AGGFNOID, aggtup, Anum_pg_aggregate_agginitval,
 								  &info->initvalIsNull);
@@ -431,6 +561,55 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 
 	MemoryContextSwitchTo(oldcxt);
 	return info;
+}
+
+/*
+ * MvincAggInfoCreate for merging and finishing when only a sample type is
+ * known: a value of the aggregate's argument type (sample_is_result
+ * false), or its result type (true).  An aggregate with a polymorphic
+ * state type (max(anyarray), max(anyenum)) needs it to know its state
+ * type; other aggregates ignore it.
+ */
+MvincAggInfo *
+MvincAggInfoCreateLike(Oid aggfnoid, Oid sampletype, bool sample_is_result,
+					   Oid collation, MemoryContext mcxt)
+{
+	HeapTuple	proctup;
+	HeapTuple	aggtup;
+	Form_pg_proc proc;
+	Oid			argtypes[FUNC_MAX_ARGS];
+	Oid			transtype;
+	bool		substituted = false;
+	int			nargs;
+	int			i;
+
+	MvincAggCheck(aggfnoid, false);
+	if (!OidIsValid(sampletype))
+		return MvincAggInfoCreate(aggfnoid, -1, NULL, collation, mcxt);
+
+	aggtup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(aggtup) || !HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
+	transtype = ((Form_pg_aggregate) GETSTRUCT(aggtup))->aggtranstype;
+	proc = (Form_pg_proc) GETSTRUCT(proctup);
+	nargs = proc->pronargs;
+	memcpy(argtypes, proc->proargtypes.values, nargs * sizeof(Oid));
+	if (IsPolymorphicType(transtype) &&
+		(!sample_is_result || proc->prorettype == transtype))
+	{
+		for (i = 0; i < nargs; i++)
+			if (IsPolymorphicType(argtypes[i]) &&
+				(!sample_is_result || argtypes[i] == transtype))
+			{
+				argtypes[i] = sampletype;
+				substituted = true;
+			}
+	}
+	ReleaseSysCache(aggtup);
+	ReleaseSysCache(proctup);
+	return MvincAggInfoCreate(aggfnoid, substituted ? nargs : -1, argtypes,
+							  collation, mcxt);
 }
 
 /* Call one support function with the state's context as aggregate context */
@@ -687,24 +866,72 @@ MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					 errmsg("invalid state of aggregate function \"%s\"",
 							format_procedure(info->aggfnoid)),
-					 errdetail("The state has %d bytes left over after its %s value.",
-							   buf.len - buf.cursor, format_type_be(info->transtype))));
+					 errdetail_plural("The state has %d byte left over after its %s value.",
+									  "The state has %d bytes left over after its %s value.",
+									  buf.len - buf.cursor,
+									  buf.len - buf.cursor, format_type_be(info->transtype))));
+		/* buf.data stays: a receive function may point into it */
 		v->isnull = false;
-		pfree(buf.data);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	v->noTransValue = false;
 	v->count = count;
 }
 
+/*
+ * Merge the state o into v with the combine function, as nodeAgg does
+ * when it finalizes partial states.  o is not changed, but v may take
+ * over parts of it only through the combine function's own copying.
+ */
+void
+MvincAggCombineValue(MvincAggInfo *info, MvincAggValue *v, MvincAggValue *o)
+{
+	FunctionCallInfo fcinfo = info->fcinfo;
+	Datum		newval;
+	bool		newnull;
+
+	if (info->counted && o->count == 0)
+		return;
+
+	if (info->combinefn.fn_strict)
+	{
+		if (o->isnull)
+		{
+			v->count += o->count;
+			return;
+		}
+		if (v->noTransValue)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(v->cxt);
+
+			v->value = datumCopy(o->value, info->transtypeByVal, info->transtypeLen);
+			v->isnull = false;
+			v->noTransValue = false;
+			v->count += o->count;
+			MemoryContextSwitchTo(oldcxt);
+			return;
+		}
+		if (v->isnull)
+		{
+			v->count += o->count;
+			return;
+		}
+	}
+
+	fcinfo->args[0].value = v->value;
+	fcinfo->args[0].isnull = v->isnull;
+	fcinfo->args[1].value = o->value;
+	fcinfo->args[1].isnull = o->isnull;
+	newval = call_support(info, &info->combinefn, v, info->collation, 2, &newnull);
+	set_state(info, v, newval, newnull);
+	v->count += o->count;
+}
+
 /* Merge a stored state into v with the combine function (NULL: nothing) */
 void
 MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other)
 {
-	FunctionCallInfo fcinfo = info->fcinfo;
 	MvincAggValue o;
-	Datum		newval;
-	bool		newnull;
 
 	if (other == NULL)
 		return;
@@ -712,41 +939,7 @@ MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other)
 	/* the other state is garbage once combined: build it here */
 	o.cxt = CurrentMemoryContext;
 	MvincAggDeserialize(info, &o, other);
-	if (info->counted && o.count == 0)
-		return;
-
-	if (info->combinefn.fn_strict)
-	{
-		if (o.isnull)
-		{
-			v->count += o.count;
-			return;
-		}
-		if (v->noTransValue)
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(v->cxt);
-
-			v->value = datumCopy(o.value, info->transtypeByVal, info->transtypeLen);
-			v->isnull = false;
-			v->noTransValue = false;
-			v->count += o.count;
-			MemoryContextSwitchTo(oldcxt);
-			return;
-		}
-		if (v->isnull)
-		{
-			v->count += o.count;
-			return;
-		}
-	}
-
-	fcinfo->args[0].value = v->value;
-	fcinfo->args[0].isnull = v->isnull;
-	fcinfo->args[1].value = o.value;
-	fcinfo->args[1].isnull = o.isnull;
-	newval = call_support(info, &info->combinefn, v, info->collation, 2, &newnull);
-	set_state(info, v, newval, newnull);
-	v->count += o.count;
+	MvincAggCombineValue(info, v, &o);
 }
 
 /* The stored form of v, in CurrentMemoryContext (NULL: empty state) */

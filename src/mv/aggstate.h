@@ -85,9 +85,14 @@ typedef struct MvincAggValue
 extern MvincAggKind MvincAggGetKind(Oid aggfnoid, const char **detail,
 									const char **hint);
 extern void MvincAggCheck(Oid aggfnoid, bool need_retract);
+extern bool MvincAggSameState(Oid agg1, Oid agg2);
+extern bool MvincAggNeedsSample(Oid aggfnoid);
 extern MvincAggInfo *MvincAggInfoCreate(Oid aggfnoid, int nargs,
 										const Oid *argtypes, Oid collation,
 										MemoryContext mcxt);
+extern MvincAggInfo *MvincAggInfoCreateLike(Oid aggfnoid, Oid sampletype,
+											bool sample_is_result,
+											Oid collation, MemoryContext mcxt);
 extern void MvincAggValueInit(MvincAggInfo *info, MvincAggValue *v,
 							  MemoryContext cxt);
 extern void MvincAggTransition(MvincAggInfo *info, MvincAggValue *v,
@@ -98,6 +103,8 @@ extern void MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v,
 								bytea *state);
 extern void MvincAggCombine(MvincAggInfo *info, MvincAggValue *v,
 							bytea *other);
+extern void MvincAggCombineValue(MvincAggInfo *info, MvincAggValue *v,
+								 MvincAggValue *o);
 extern bytea *MvincAggSerialize(MvincAggInfo *info, MvincAggValue *v);
 extern Datum MvincAggFinalize(MvincAggInfo *info, MvincAggValue *v,
 							  bool *isnull);

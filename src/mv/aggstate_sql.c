@@ -1,15 +1,19 @@
 /*-------------------------------------------------------------------------
  * aggstate_sql.c
  *	  SQL interface of aggregate states: the aggregates mvinc.agg_state,
- *	  mvinc.agg_merge and mvinc.agg_apply, and the functions
- *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_kind and
- *	  mvinc.agg_kind_detail.  Thin wrappers over aggstate.c.
+ *	  mvinc.agg_merge and mvinc.agg_apply (with their own partial
+ *	  aggregation support for parallel plans), and the functions
+ *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_kind,
+ *	  mvinc.agg_kind_detail, mvinc.agg_same_state and
+ *	  mvinc.agg_needs_sample.  Thin wrappers over
+ *	  aggstate.c.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_collation.h"
 #include "fmgr.h"
+#include "libpq/pqformat.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -22,10 +26,15 @@ PG_FUNCTION_INFO_V1(mvinc_agg_state_trans);
 PG_FUNCTION_INFO_V1(mvinc_agg_merge_trans);
 PG_FUNCTION_INFO_V1(mvinc_agg_apply_trans);
 PG_FUNCTION_INFO_V1(mvinc_agg_state_final);
+PG_FUNCTION_INFO_V1(mvinc_agg_state_combine);
+PG_FUNCTION_INFO_V1(mvinc_agg_state_serialize);
+PG_FUNCTION_INFO_V1(mvinc_agg_state_deserialize);
 PG_FUNCTION_INFO_V1(mvinc_agg_combine);
 PG_FUNCTION_INFO_V1(mvinc_agg_final);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind_detail);
+PG_FUNCTION_INFO_V1(mvinc_agg_same_state);
+PG_FUNCTION_INFO_V1(mvinc_agg_needs_sample);
 
 /* One aggregate known to a call site */
 typedef struct SiteEntry
@@ -86,17 +95,29 @@ site_cache(FunctionCallInfo fcinfo)
 	return site;
 }
 
+/* How a call site learns the aggregate's argument types */
+typedef struct SiteHow
+{
+	int			firstarg;		/* >= 0: the actual types of the arguments
+								 * from this one on */
+	Oid			sampletype;		/* else: a sample type, of an argument or
+								 * (sample_is_result) of the result */
+	bool		sample_is_result;
+	int			nargs;			/* else, with argtypes: these types */
+	const Oid  *argtypes;
+} SiteHow;
+
 /*
- * The call site's info about an aggregate: built on first use from the
- * actual types of the arguments from firstarg on (firstarg < 0: declared
- * types), checked for retraction when asked.  Infos are never freed while
- * the query runs (group states point to them).
+ * The call site's info about an aggregate, built on first use, checked for
+ * retraction when asked.  Infos are never freed while the query runs
+ * (group states point to them).
  */
 static SiteEntry *
-site_info(FunctionCallInfo fcinfo, Oid aggfnoid, int firstarg, bool retract)
+site_info(FunctionCallInfo fcinfo, Oid aggfnoid, Oid collation, bool retract,
+		  const SiteHow *how)
 {
 	SiteCache  *site = site_cache(fcinfo);
-	Oid			collation = PG_GET_COLLATION();
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	SiteEntry  *e;
 	int			i;
 
@@ -122,10 +143,10 @@ site_info(FunctionCallInfo fcinfo, Oid aggfnoid, int firstarg, bool retract)
 
 	if (retract)
 		MvincAggCheck(aggfnoid, true);
-	if (firstarg >= 0)
+	if (how->firstarg >= 0)
 	{
 		Oid			argtypes[FUNC_MAX_ARGS];
-		int			nargs = PG_NARGS() - firstarg;
+		int			nargs = PG_NARGS() - how->firstarg;
 
 		if (get_fn_expr_variadic(fcinfo->flinfo))
 			ereport(ERROR,
@@ -133,21 +154,43 @@ site_info(FunctionCallInfo fcinfo, Oid aggfnoid, int firstarg, bool retract)
 					 errmsg("aggregate arguments cannot be passed as a VARIADIC array"),
 					 errhint("Pass the aggregate's arguments one by one.")));
 		for (i = 0; i < nargs; i++)
-			argtypes[i] = get_fn_expr_argtype(fcinfo->flinfo, firstarg + i);
-		e->info = MvincAggInfoCreate(aggfnoid, nargs, argtypes, collation,
-									 fcinfo->flinfo->fn_mcxt);
+			argtypes[i] = get_fn_expr_argtype(fcinfo->flinfo, how->firstarg + i);
+		e->info = MvincAggInfoCreate(aggfnoid, nargs, argtypes, collation, mcxt);
 	}
+	else if (how->argtypes)
+		e->info = MvincAggInfoCreate(aggfnoid, how->nargs, how->argtypes,
+									 collation, mcxt);
 	else
-		e->info = MvincAggInfoCreate(aggfnoid, -1, NULL, collation,
-									 fcinfo->flinfo->fn_mcxt);
+		e->info = MvincAggInfoCreateLike(aggfnoid, how->sampletype,
+										 how->sample_is_result, collation, mcxt);
 	e->aggfnoid = aggfnoid;
 	e->collation = collation;
 	return e;
 }
 
+/* How a function learns types: from an optional sample argument */
+static SiteHow
+how_sample(FunctionCallInfo fcinfo, int argno, bool is_result)
+{
+	SiteHow		how = {-1, InvalidOid, is_result, 0, NULL};
+
+	if (PG_NARGS() > argno)
+		how.sampletype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	return how;
+}
+
+/* How a function learns types: from its arguments' actual types */
+static SiteHow
+how_args(int firstarg)
+{
+	SiteHow		how = {firstarg, InvalidOid, false, 0, NULL};
+
+	return how;
+}
+
 /* The group's state, started on its first row */
 static AccState *
-acc_get(FunctionCallInfo fcinfo, int firstarg, bool retract)
+acc_get(FunctionCallInfo fcinfo, const SiteHow *how, bool retract)
 {
 	MemoryContext aggcxt;
 	AccState   *acc;
@@ -170,7 +213,7 @@ acc_get(FunctionCallInfo fcinfo, int firstarg, bool retract)
 	}
 
 	acc = MemoryContextAllocZero(aggcxt, sizeof(AccState));
-	acc->info = site_info(fcinfo, aggfnoid, firstarg, retract)->info;
+	acc->info = site_info(fcinfo, aggfnoid, PG_GET_COLLATION(), retract, how)->info;
 	MvincAggValueInit(acc->info, &acc->v, aggcxt);
 	return acc;
 }
@@ -194,7 +237,8 @@ row_args(FunctionCallInfo fcinfo, MvincAggInfo *info, int firstarg,
 Datum
 mvinc_agg_state_trans(PG_FUNCTION_ARGS)
 {
-	AccState   *acc = acc_get(fcinfo, 2, false);
+	SiteHow		how = how_args(2);
+	AccState   *acc = acc_get(fcinfo, &how, false);
 	Datum		args[FUNC_MAX_ARGS];
 	bool		nulls[FUNC_MAX_ARGS];
 
@@ -207,7 +251,8 @@ mvinc_agg_state_trans(PG_FUNCTION_ARGS)
 Datum
 mvinc_agg_merge_trans(PG_FUNCTION_ARGS)
 {
-	AccState   *acc = acc_get(fcinfo, -1, false);
+	SiteHow		how = how_sample(fcinfo, 3, false);
+	AccState   *acc = acc_get(fcinfo, &how, false);
 
 	if (!PG_ARGISNULL(2))
 		MvincAggCombine(acc->info, &acc->v, PG_GETARG_BYTEA_PP(2));
@@ -222,7 +267,8 @@ Datum
 mvinc_agg_apply_trans(PG_FUNCTION_ARGS)
 {
 	bool		first = PG_ARGISNULL(0);
-	AccState   *acc = acc_get(fcinfo, 4, true);
+	SiteHow		how = how_args(4);
+	AccState   *acc = acc_get(fcinfo, &how, true);
 	Datum		args[FUNC_MAX_ARGS];
 	bool		nulls[FUNC_MAX_ARGS];
 	int32		sign;
@@ -260,11 +306,116 @@ mvinc_agg_state_final(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(result);
 }
 
+/*
+ * Partial aggregation of agg_state and agg_merge (parallel plans): the
+ * group states of workers are serialized with the aggregate's OID and
+ * collation, and combined in the leader.
+ */
+Datum
+mvinc_agg_state_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	AccState   *a = PG_ARGISNULL(0) ? NULL : (AccState *) PG_GETARG_POINTER(0);
+	AccState   *b = PG_ARGISNULL(1) ? NULL : (AccState *) PG_GETARG_POINTER(1);
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "aggregate state function called in non-aggregate context");
+	if (b == NULL)
+	{
+		if (a == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(a);
+	}
+	if (a == NULL)
+	{
+		a = MemoryContextAllocZero(aggcxt, sizeof(AccState));
+		a->info = b->info;
+		MvincAggValueInit(a->info, &a->v, aggcxt);
+	}
+	else if (a->info->aggfnoid != b->info->aggfnoid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("aggregate function argument must be the same for every row of a group"),
+				 errdetail("Rows name \"%s\" and \"%s\".",
+						   format_procedure(a->info->aggfnoid),
+						   format_procedure(b->info->aggfnoid))));
+	a->failed |= b->failed;
+	MvincAggCombineValue(a->info, &a->v, &b->v);
+	PG_RETURN_POINTER(a);
+}
+
+/* Serialize a group state for the leader: OIDs, then the stored state */
+Datum
+mvinc_agg_state_serialize(PG_FUNCTION_ARGS)
+{
+	AccState   *acc = (AccState *) PG_GETARG_POINTER(0);
+	bytea	   *state = MvincAggSerialize(acc->info, &acc->v);
+	StringInfoData buf;
+	int			i;
+
+	pq_begintypsend(&buf);
+	pq_sendint32(&buf, acc->info->aggfnoid);
+	pq_sendint32(&buf, acc->info->collation);
+	pq_sendint16(&buf, acc->info->nargs);
+	for (i = 0; i < acc->info->nargs; i++)
+		pq_sendint32(&buf, acc->info->argtypes[i]);
+	pq_sendbyte(&buf, (acc->failed ? 2 : 0) | (state ? 1 : 0));
+	if (state)
+		pq_sendbytes(&buf, VARDATA_ANY(state), VARSIZE_ANY_EXHDR(state));
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+/* Rebuild a worker's group state, in the current memory context */
+Datum
+mvinc_agg_state_deserialize(PG_FUNCTION_ARGS)
+{
+	bytea	   *b = PG_GETARG_BYTEA_PP(0);
+	StringInfoData buf;
+	Oid			aggfnoid;
+	Oid			collation;
+	int			flags;
+	bytea	   *state = NULL;
+	AccState   *acc;
+	Oid			argtypes[FUNC_MAX_ARGS];
+	SiteHow		how = {-1, InvalidOid, false, 0, NULL};
+	int			i;
+
+	buf.data = VARDATA_ANY(b);
+	buf.len = VARSIZE_ANY_EXHDR(b);
+	buf.maxlen = buf.len;
+	buf.cursor = 0;
+	aggfnoid = pq_getmsgint(&buf, 4);
+	collation = pq_getmsgint(&buf, 4);
+	how.nargs = pq_getmsgint(&buf, 2);
+	if (how.nargs < 0 || how.nargs > FUNC_MAX_ARGS)
+		elog(ERROR, "invalid partial aggregate state");
+	for (i = 0; i < how.nargs; i++)
+		argtypes[i] = pq_getmsgint(&buf, 4);
+	how.argtypes = argtypes;
+	flags = pq_getmsgbyte(&buf);
+	if (flags & 1)
+	{
+		int			len = buf.len - buf.cursor;
+
+		state = palloc(VARHDRSZ + len);
+		SET_VARSIZE(state, VARHDRSZ + len);
+		pq_copymsgbytes(&buf, VARDATA(state), len);
+	}
+
+	acc = palloc0(sizeof(AccState));
+	acc->info = site_info(fcinfo, aggfnoid, collation, false, &how)->info;
+	acc->failed = (flags & 2) != 0;
+	acc->v.cxt = CurrentMemoryContext;
+	MvincAggDeserialize(acc->info, &acc->v, state);
+	PG_RETURN_POINTER(acc);
+}
+
 /* agg_combine(aggfn, a, b): two stored states merged */
 Datum
 mvinc_agg_combine(PG_FUNCTION_ARGS)
 {
 	SiteCache  *site;
+	SiteHow		how;
 	MvincAggInfo *info;
 	MvincAggValue v;
 	MemoryContext oldcxt;
@@ -272,7 +423,8 @@ mvinc_agg_combine(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	info = site_info(fcinfo, PG_GETARG_OID(0), -1, false)->info;
+	how = how_sample(fcinfo, 3, false);
+	info = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how)->info;
 	site = site_cache(fcinfo);
 	if (PG_ARGISNULL(1) && PG_ARGISNULL(2))
 		PG_RETURN_NULL();
@@ -298,6 +450,7 @@ Datum
 mvinc_agg_final(PG_FUNCTION_ARGS)
 {
 	SiteCache  *site;
+	SiteHow		how;
 	SiteEntry  *e;
 	MvincAggValue v;
 	MemoryContext oldcxt;
@@ -306,7 +459,8 @@ mvinc_agg_final(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	e = site_info(fcinfo, PG_GETARG_OID(0), -1, false);
+	how = how_sample(fcinfo, 2, true);
+	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how);
 	site = site_cache(fcinfo);
 	if (e->resulttype == InvalidOid)
 	{
@@ -358,4 +512,18 @@ mvinc_agg_kind_detail(PG_FUNCTION_ARGS)
 	if (detail == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(detail));
+}
+
+/* agg_same_state(a, b): a state of a can be merged and finished as b */
+Datum
+mvinc_agg_same_state(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(MvincAggSameState(PG_GETARG_OID(0), PG_GETARG_OID(1)));
+}
+
+/* agg_needs_sample(aggfn): merging needs agg_merge's sample argument */
+Datum
+mvinc_agg_needs_sample(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(MvincAggNeedsSample(PG_GETARG_OID(0)));
 }
