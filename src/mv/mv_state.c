@@ -15,6 +15,7 @@
 #include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
 #include "mv/aggstate.h"
@@ -71,26 +72,54 @@ MvStateAggSql(MvColumn *col, const char *alias)
 	return psprintf("mvinc.agg_state(%s, %s)", agg_literal(col), arg);
 }
 
+/* NULL of a type, with its collation when it has one */
+static char *
+typed_null(Oid typid, int32 typmod, Oid collation)
+{
+	char	   *s = psprintf("NULL::%s", format_type_with_typemod(typid, typmod));
+
+	if (OidIsValid(collation))
+		s = psprintf("%s COLLATE %s", s, generate_collation_name(collation));
+	return s;
+}
+
+/*
+ * The sample argument of agg_combine/agg_merge: a NULL of the argument's
+ * type and collation, which polymorphic states and min/max of text need.
+ */
+static char *
+merge_sample(MvColumn *col)
+{
+	Aggref	   *agg = (Aggref *) col->expr;
+	Node	   *arg;
+
+	if (agg->aggstar || agg->args == NIL)
+		return "";
+	arg = (Node *) ((TargetEntry *) linitial(agg->args))->expr;
+	return psprintf(", %s", typed_null(exprType(arg), exprTypmod(arg), exprCollation(arg)));
+}
+
 /* Expression combining two states of col (NULL is the empty state) */
 char *
 MvStateMergeSql(MvColumn *col, const char *left, const char *right)
 {
-	return psprintf("mvinc.agg_combine(%s, %s, %s)", agg_literal(col), left, right);
+	return psprintf("mvinc.agg_combine(%s, %s, %s%s)", agg_literal(col), left, right,
+					merge_sample(col));
 }
 
 /* Aggregate expression combining many states of col */
 char *
 MvStateCombineSql(MvColumn *col, const char *state)
 {
-	return psprintf("mvinc.agg_merge(%s, %s)", agg_literal(col), state);
+	return psprintf("mvinc.agg_merge(%s, %s%s)", agg_literal(col), state, merge_sample(col));
 }
 
 /* Expression finalizing a state of col into the aggregate's result */
 char *
 MvStateFinalSql(MvColumn *col, const char *state)
 {
-	return psprintf("mvinc.agg_final(%s, %s, NULL::%s)", agg_literal(col), state,
-					format_type_with_typemod(col->typid, col->typmod));
+	return psprintf("mvinc.agg_final(%s, %s, %s)", agg_literal(col), state,
+					typed_null(col->typid, col->typmod, col->collation));
 }
 
 /*

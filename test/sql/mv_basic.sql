@@ -85,6 +85,20 @@ SELECT f.paid, abs(f.s - o.s) < 1e-9 AS s_ok, abs(f.a - o.a) < 1e-9 AS a_ok, f.m
   FROM floats f JOIN (SELECT paid, sum(weight) s, avg(weight) a, max(weight) mx FROM orders GROUP BY paid) o
   USING (paid) ORDER BY 1;
 
+-- min/max of text under a non-default collation, and of an enum
+-- (polymorphic state): merges pass the argument's type and collation
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE TABLE notes (id int PRIMARY KEY, g int, t text COLLATE "C", m mood);
+INSERT INTO notes VALUES (1, 1, 'b', 'ok'), (2, 1, 'B', 'sad'), (3, 2, 'a', 'happy');
+CREATE MATERIALIZED VIEW note_ext WITH (mvinc.incremental = true) AS
+  SELECT g, min(t) AS lo, max(t) AS hi, max(m) AS best, min(m) AS worst FROM notes GROUP BY g;
+INSERT INTO notes VALUES (4, 1, 'a', 'happy'), (5, 2, 'Z', 'sad');
+SELECT mode FROM mvinc.refresh('note_ext');
+SELECT * FROM note_ext ORDER BY g;
+SELECT mv_diff('note_ext');
+DROP TABLE notes CASCADE;
+DROP TYPE mood;
+
 -- WITH NO DATA: published, read live until the first refresh (initial)
 CREATE MATERIALIZED VIEW later WITH (mvinc.incremental = true) AS
   SELECT paid, count(*) AS n FROM orders GROUP BY paid WITH NO DATA;
