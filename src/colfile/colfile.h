@@ -173,6 +173,7 @@ extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 /* colfile_writer.c */
 extern void ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid);
 extern void ColfileFlushRel(Relation rel);
+extern void ColfileInsertCallDone(Relation rel);
 extern void ColfileFlushAll(void);
 extern void ColfileFlushAllForRead(Oid relid);
 extern void ColfileFlushForTid(Oid relid, ItemPointer tid);
@@ -237,6 +238,8 @@ extern void colfile_index_validate_scan(Relation table_rel, Relation index_rel,
 
 /* colfile_projection.c */
 extern void ColfileProjectionInit(void);
+extern Bitmapset *ColfileParallelNeeded(Oid relid);
+extern void ColfileProjectionXactEnd(void);
 extern void ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed);
 extern void ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed);
 

@@ -40,6 +40,7 @@ colfile_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			ColfileWriterXactCallback(event == XACT_EVENT_COMMIT);
+			ColfileProjectionXactEnd();
 			break;
 		default:
 			break;

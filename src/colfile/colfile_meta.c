@@ -111,6 +111,26 @@ ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
 	table_close(meta, RowExclusiveLock);
 }
 
+/*
+ * Was this metadata tuple deleted by a committed transaction or by ours?
+ * (Only matters for SnapshotAny lookups, which see every version.)
+ */
+static bool
+tuple_removed(HeapTupleHeader h)
+{
+	TransactionId xmax;
+
+	if (h->t_infomask & HEAP_XMAX_INVALID)
+		return false;
+	if (HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+		return false;
+	xmax = HeapTupleHeaderGetUpdateXid(h);
+	if (!TransactionIdIsValid(xmax))
+		return false;
+	return TransactionIdIsCurrentTransactionId(xmax) ||
+		(!TransactionIdIsInProgress(xmax) && TransactionIdDidCommit(xmax));
+}
+
 /* Fill a ColfileRowGroup from a metadata tuple */
 static void
 rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
@@ -155,6 +175,8 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
 	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 	{
+		if (snapshot->snapshot_type == SNAPSHOT_ANY && tuple_removed(tup->t_data))
+			continue;
 		rowgroup_from_tuple(meta, tup, rg);
 		found = true;
 		break;
@@ -188,7 +210,11 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	scan = systable_beginscan_ordered(meta, idx, snapshot, 1, key);
 	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
-		ColfileRowGroup *rg = palloc(sizeof(ColfileRowGroup));
+		ColfileRowGroup *rg;
+
+		if (snapshot->snapshot_type == SNAPSHOT_ANY && tuple_removed(tup->t_data))
+			continue;
+		rg = palloc(sizeof(ColfileRowGroup));
 
 		rowgroup_from_tuple(meta, tup, rg);
 		result = lappend(result, rg);
@@ -362,7 +388,6 @@ ColfileRowStatesFor(Oid relfilenode, ItemPointer tid)
 	{
 		HeapTupleHeader h = tup->t_data;
 		TransactionId xmin = HeapTupleHeaderGetXmin(h);
-		TransactionId xmax;
 		ColfileRowState *rs;
 		Datum		values[Natts_rowstate];
 		bool		nulls[Natts_rowstate];
@@ -371,12 +396,7 @@ ColfileRowStatesFor(Oid relfilenode, ItemPointer tid)
 			!TransactionIdIsInProgress(xmin) &&
 			!TransactionIdDidCommit(xmin))
 			continue;			/* aborted */
-		xmax = HeapTupleHeaderGetUpdateXid(h);
-		if (!(h->t_infomask & HEAP_XMAX_INVALID) &&
-			!HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask) &&
-			TransactionIdIsValid(xmax) &&
-			(TransactionIdIsCurrentTransactionId(xmax) ||
-			 (!TransactionIdIsInProgress(xmax) && TransactionIdDidCommit(xmax))))
+		if (tuple_removed(h))
 			continue;			/* removed */
 
 		heap_deform_tuple(tup, RelationGetDescr(meta), values, nulls);

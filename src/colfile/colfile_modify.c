@@ -245,6 +245,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 	PG_TRY();
 	{
 		ColfileBufferInsert(rel, slot, cid);
+		ColfileInsertCallDone(rel);
 		ColfileInsertRowState(rel, &old, ROWSTATE_UPDATED, &slot->tts_tid, cid);
 	}
 	PG_FINALLY();

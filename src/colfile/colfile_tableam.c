@@ -167,6 +167,8 @@ colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 								   ALLOCSET_DEFAULT_SIZES);
 	s->gi = -1;
 	s->pos = -1;
+	if (pscan != NULL)
+		ColfileScanSetNeeded(&s->base, ColfileParallelNeeded(RelationGetRelid(rel)));
 	return (TableScanDesc) s;
 }
 
@@ -486,6 +488,7 @@ colfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 					 int options, struct BulkInsertStateData *bistate)
 {
 	ColfileBufferInsert(rel, slot, cid);
+	ColfileInsertCallDone(rel);
 }
 
 static void
@@ -514,6 +517,7 @@ colfile_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 
 	for (i = 0; i < nslots; i++)
 		ColfileBufferInsert(rel, slots[i], cid);
+	ColfileInsertCallDone(rel);
 }
 
 static void

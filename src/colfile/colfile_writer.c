@@ -231,7 +231,22 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 	ColfileTidFor(b->first_block, pos, &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
 
-	if (b->nrows >= colfile_rows_per_group || b->flush_each)
+	if (b->nrows >= colfile_rows_per_group)
+		flush_buffer(b, rel);
+}
+
+/*
+ * End of an insert call (tuple_insert, multi_insert, update): tables with
+ * a unique or exclusion index are written out now, before the executor
+ * makes the index entries, so that other sessions' uniqueness checks find
+ * the rows (and wait for this transaction).
+ */
+void
+ColfileInsertCallDone(Relation rel)
+{
+	WriteBuffer *b = find_buffer(RelationGetRelid(rel));
+
+	if (b && b->flush_each)
 		flush_buffer(b, rel);
 }
 
