@@ -107,6 +107,14 @@ typedef struct ColfileGroupCache
 	MemoryContext cxt;
 } ColfileGroupCache;
 
+/* The columns a scan decodes, as an array; NULL means every column */
+typedef struct ColfileProj
+{
+	int			ncols;
+	int		   *cols;			/* 0-based attribute numbers */
+	TupleTableSlot *primed;		/* slot whose other columns are already NULL */
+} ColfileProj;
+
 /* Metadata relation ids, resolved once per call site */
 typedef struct ColfileMetaRels
 {
@@ -189,7 +197,8 @@ extern ColfileGroupCache *ColfileLoadGroup(Relation rel, ColfileRowGroup *rg,
 										   MemoryContext parent);
 extern void ColfileFreeGroup(ColfileGroupCache *gc);
 extern void ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
-							TupleTableSlot *slot, Bitmapset *needed);
+							TupleTableSlot *slot, ColfileProj *proj);
+extern ColfileProj *ColfileMakeProj(Bitmapset *needed, int natts);
 extern void ColfileTidFor(int64 first_block, int pos, ItemPointer tid);
 extern int	ColfilePosFor(int64 first_block, ItemPointer tid);
 extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,

@@ -60,32 +60,75 @@ ColfileFreeGroup(ColfileGroupCache *gc)
 		MemoryContextDelete(gc->cxt);
 }
 
+/* Turn a set of needed attnums (1-based; NULL = all) into a column array */
+ColfileProj *
+ColfileMakeProj(Bitmapset *needed, int natts)
+{
+	ColfileProj *p;
+	int			x = -1;
+
+	if (needed == NULL)
+		return NULL;
+	p = palloc0(sizeof(ColfileProj));
+	p->cols = palloc(sizeof(int) * Max(natts, 1));
+	while ((x = bms_next_member(needed, x)) >= 0)
+		if (x >= 1 && x <= natts)
+			p->cols[p->ncols++] = x - 1;
+	return p;
+}
+
+/* Decode (once per group) and fetch one value */
+static inline void
+fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot)
+{
+	if (a >= gc->natts)
+	{
+		slot->tts_values[a] = (Datum) 0;
+		slot->tts_isnull[a] = true;
+		return;
+	}
+	if (gc->cols[a] == NULL)
+		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg,
+										 TupleDescAttr(RelationGetDescr(rel), a),
+										 a + 1, gc->cxt);
+	slot->tts_values[a] = gc->cols[a]->values[pos];
+	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
+}
+
 /*
  * Store row pos of a loaded group into slot as a virtual tuple. Columns
- * not in needed (1-based attnums; NULL = all) are left NULL undecoded.
+ * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
+ * once per slot.
  */
 void
 ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
-				TupleTableSlot *slot, Bitmapset *needed)
+				TupleTableSlot *slot, ColfileProj *proj)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = Min(desc->natts, gc->natts);
+	int			natts = slot->tts_tupleDescriptor->natts;
 	int			a;
 
 	ExecClearTuple(slot);
-	for (a = 0; a < slot->tts_tupleDescriptor->natts; a++)
+	if (proj == NULL)
 	{
-		if (a >= natts || (needed != NULL && !bms_is_member(a + 1, needed)))
+		for (a = 0; a < natts; a++)
+			fill_one(rel, gc, a, pos, slot);
+	}
+	else
+	{
+		int			i;
+
+		if (proj->primed != slot)
 		{
-			slot->tts_values[a] = (Datum) 0;
-			slot->tts_isnull[a] = true;
-			continue;
+			for (a = 0; a < natts; a++)
+			{
+				slot->tts_values[a] = (Datum) 0;
+				slot->tts_isnull[a] = true;
+			}
+			proj->primed = slot;
 		}
-		if (gc->cols[a] == NULL)
-			gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg, TupleDescAttr(desc, a),
-											 a + 1, gc->cxt);
-		slot->tts_values[a] = gc->cols[a]->values[pos];
-		slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
+		for (i = 0; i < proj->ncols; i++)
+			if (proj->cols[i] < natts)
+				fill_one(rel, gc, proj->cols[i], pos, slot);
 	}
 	ExecStoreVirtualTuple(slot);
 	ColfileTidFor(gc->rg.first_block, pos, &slot->tts_tid);

@@ -52,7 +52,7 @@ typedef struct ColfileScanDescData
 	ColfileGroupCache *prev;
 	HTAB	   *deleted;		/* MVCC snapshots: deleted rows */
 	bool		check_each;		/* other snapshots: check rows one by one */
-	Bitmapset  *needed;			/* NULL: every column */
+	ColfileProj *proj;			/* NULL: every column */
 	/* ANALYZE */
 	int64		total_rows;
 	int64		sample_lo;
@@ -70,7 +70,7 @@ typedef struct ColfileIndexFetchData
 	MemoryContext cxt;
 	ColfileGroupCache *cur;
 	ColfileGroupCache *prev;
-	Bitmapset  *needed;
+	ColfileProj *proj;			/* NULL: every column */
 } ColfileIndexFetchData;
 
 /* Remember which columns a scan must decode (NULL: all) */
@@ -80,7 +80,7 @@ ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed)
 	ColfileScanDesc s = (ColfileScanDesc) scan;
 	MemoryContext old = MemoryContextSwitchTo(s->cxt);
 
-	s->needed = bms_copy(needed);
+	s->proj = ColfileMakeProj(needed, RelationGetDescr(s->base.rs_rd)->natts);
 	MemoryContextSwitchTo(old);
 }
 
@@ -91,9 +91,9 @@ ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed)
 	ColfileIndexFetchData *f = (ColfileIndexFetchData *) fetch;
 	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
-	f->needed = bms_copy(needed);
-	if (f->needed == NULL)
-		f->needed = bms_make_singleton(0);	/* empty but not "all" */
+	if (needed == NULL)
+		needed = bms_make_singleton(0); /* no column, not "all" */
+	f->proj = ColfileMakeProj(needed, RelationGetDescr(f->base.rel)->natts);
 	MemoryContextSwitchTo(old);
 }
 
@@ -323,7 +323,7 @@ colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 				break;
 		}
 	}
-	ColfileFillSlot(s->base.rs_rd, s->cur, s->pos, slot, s->needed);
+	ColfileFillSlot(s->base.rs_rd, s->cur, s->pos, slot, s->proj);
 	return true;
 }
 
@@ -413,7 +413,7 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 		}
 	}
 	pfree(rg.directory);
-	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->needed);
+	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->proj);
 	return true;
 }
 

@@ -193,7 +193,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	int			ngroups;
 	int			g;
 	double		reltuples = 0;
-	Bitmapset  *needed;
+	ColfileProj *proj;
 	MemoryContext cxt;
 
 	if (index_info->ii_Concurrent)
@@ -217,7 +217,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	oldest_xmin = GetOldestNonRemovableTransactionId(table_rel);
 	fates = build_fates(table_rel->rd_node.relNode, oldest_xmin);
 	groups = live_groups(table_rel->rd_node.relNode, &ngroups);
-	needed = index_columns(index_info);
+	proj = ColfileMakeProj(index_columns(index_info), RelationGetDescr(table_rel)->natts);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index build",
 								ALLOCSET_DEFAULT_SIZES);
 
@@ -240,7 +240,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 				continue;
 			if (anyvisible && fate != ROW_LIVE)
 				continue;
-			ColfileFillSlot(table_rel, gc, pos, slot, needed);
+			ColfileFillSlot(table_rel, gc, pos, slot, proj);
 			MemoryContextReset(econtext->ecxt_per_tuple_memory);
 			if (predicate != NULL && !ExecQual(predicate, econtext))
 				continue;
