@@ -276,6 +276,7 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 		p += sizeof(typlen);
 		byval = *p++;
 		flag = *p++;
+		col = find_column(t, i, name);
 
 		if (flag == 'v' && byval)
 		{
@@ -290,6 +291,11 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 
 			memcpy(&len, p, sizeof(len));
 			p += sizeof(len);
+			if (col < 0)
+			{
+				p += len;		/* a column the change log no longer has */
+				continue;
+			}
 			copy = palloc(len);
 			memcpy(copy, p, len);
 			p += len;
@@ -302,7 +308,6 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 			}
 		}
 
-		col = find_column(t, i, name);
 		if (col < 0)
 			continue;
 		if (!isnull)
