@@ -102,6 +102,8 @@ extern bool MvincStopWorkerForDropdb(Oid dboid);
 extern void MvincResumeWorker(Oid dboid);
 
 /* capture_track.c */
+extern int	MvincSpiConnect(void);
+extern void MvincSpiFinish(int nestlevel);
 extern Oid	MvincTrackedRelid(void);
 extern void MvincSyncChangeLog(Oid relid);
 extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);

@@ -31,6 +31,7 @@
 void
 MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn)
 {
+	int			spi_nest;
 	Oid			argtypes[3] = {OIDOID, TEXTOID, PG_LSNOID};
 	Datum		args[3] = {ObjectIdGetDatum(relid), CStringGetTextDatum(consumer),
 	LSNGetDatum(needed_lsn)};
@@ -40,38 +41,40 @@ MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not tracked", get_rel_name(relid)),
 				 errhint("Call mvinc.track first.")));
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("INSERT INTO mvinc.consumers (relid, consumer, needed_lsn) "
 							  "VALUES ($1, $2, $3) ON CONFLICT (relid, consumer) "
 							  "DO UPDATE SET needed_lsn = EXCLUDED.needed_lsn",
 							  3, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record consumer");
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 }
 
 /* Forget a consumer */
 void
 MvincDropConsumer(Oid relid, const char *consumer)
 {
+	int			spi_nest;
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(consumer)};
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("DELETE FROM mvinc.consumers WHERE relid = $1 AND consumer = $2",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not drop consumer");
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 }
 
 /* Rows of the source's change log with lsn <= this were removed */
 XLogRecPtr
 MvincRetainedFrom(Oid relid)
 {
+	int			spi_nest;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	XLogRecPtr	result = InvalidXLogRecPtr;
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("SELECT retained_from FROM mvinc.tracked WHERE relid = $1",
 							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
@@ -82,7 +85,7 @@ MvincRetainedFrom(Oid relid)
 		if (!isnull)
 			result = DatumGetLSN(d);
 	}
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	return result;
 }
 
@@ -94,6 +97,7 @@ MvincRetainedFrom(Oid relid)
 void
 MvincRetentionPass(void)
 {
+	int			spi_nest;
 	List	   *work = NIL;
 	ListCell   *lc;
 	MemoryContext pass_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc retention",
@@ -101,7 +105,7 @@ MvincRetentionPass(void)
 
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute("SELECT t.relid, t.changelog, "
 					"       (SELECT min(c.needed_lsn) FROM mvinc.consumers c WHERE c.relid = t.relid), "
 					"       NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.oid = t.relid) "
@@ -133,7 +137,7 @@ MvincRetentionPass(void)
 			MemoryContextSwitchTo(old);
 		}
 	}
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
@@ -169,7 +173,7 @@ MvincRetentionPass(void)
 				logname = get_rel_name(logid);
 				if (logname != NULL)
 				{
-					SPI_connect();
+					spi_nest = MvincSpiConnect();
 					/* Publish the bound before any row below it goes */
 					SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $2 "
 										  "WHERE relid = $1 AND retained_from < $2",
@@ -182,7 +186,7 @@ MvincRetentionPass(void)
 									 quote_qualified_identifier(MVINC_SCHEMA, logname));
 					if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) == SPI_OK_DELETE)
 						deleted = SPI_processed;
-					SPI_finish();
+					MvincSpiFinish(spi_nest);
 				}
 				PopActiveSnapshot();
 				CommitTransactionCommand();
@@ -203,14 +207,15 @@ MvincRetentionPass(void)
 void
 MvincMarkChangesLost(XLogRecPtr upto)
 {
+	int			spi_nest;
 	Oid			argtypes[1] = {PG_LSNOID};
 	Datum		args[1] = {LSNGetDatum(upto)};
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $1 WHERE retained_from < $1",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
 		SPI_execute_with_args("UPDATE mvinc.capture_progress SET applied_lsn = $1",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record lost changes");
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 }

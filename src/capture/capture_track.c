@@ -30,6 +30,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -84,6 +85,31 @@ MvincChangeLogRelid(Oid relid)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return result;
+}
+
+/*
+ * SPI_connect with search_path = pg_catalog, pg_temp for the statements we
+ * generate, so that no object of the caller's search_path can stand in
+ * for a function or operator they use.  Pair with MvincSpiFinish.
+ */
+int
+MvincSpiConnect(void)
+{
+	int			nestlevel;
+
+	SPI_connect();
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/* Undo MvincSpiConnect */
+void
+MvincSpiFinish(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
+	SPI_finish();
 }
 
 /* Run a statement through SPI, erroring out on failure */
@@ -271,6 +297,7 @@ wait_for_slot(void)
 Oid
 MvincTrack(Oid relid, bool full_old_rows)
 {
+	int			spi_nest;
 	Relation	rel;
 	Oid			logid;
 	Oid			save_userid;
@@ -300,7 +327,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 		return logid;
 
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	initStringInfo(&sql);
 
 	if (full_old_rows && replident != REPLICA_IDENTITY_FULL)
@@ -363,7 +390,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 		run_sql_oid("UPDATE mvinc.tracked SET full_old_rows = true WHERE relid = $1",
 					relid, SPI_OK_UPDATE);
 
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	SetUserIdAndSecContext(save_userid, save_sec);
 
 	/* Decoding learns about the change at our commit, in WAL order */
@@ -375,14 +402,15 @@ MvincTrack(Oid relid, bool full_old_rows)
 void
 MvincDropTracking(Oid relid, Oid logid)
 {
+	int			spi_nest;
 	Oid			save_userid;
 	int			save_sec;
 
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	run_sql_oid("DELETE FROM mvinc.consumers WHERE relid = $1", relid, SPI_OK_DELETE);
 	run_sql_oid("DELETE FROM mvinc.tracked WHERE relid = $1", relid, SPI_OK_DELETE);
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	if (OidIsValid(logid) && get_rel_name(logid) != NULL)
 	{
 		ObjectAddress obj;
@@ -400,11 +428,12 @@ MvincDropTracking(Oid relid, Oid logid)
 static char *
 consumer_list(Oid relid)
 {
+	int			spi_nest;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	char	   *result = NULL;
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("SELECT string_agg(pg_catalog.quote_ident(consumer), ', ' ORDER BY consumer) "
 							  "FROM mvinc.consumers WHERE relid = $1",
 							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
@@ -415,7 +444,7 @@ consumer_list(Oid relid)
 		if (v != NULL)
 			result = MemoryContextStrdup(TopTransactionContext, v);
 	}
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	return result;
 }
 
@@ -461,6 +490,7 @@ MvincForgetDroppedSource(Oid relid)
 void
 MvincSyncChangeLog(Oid relid)
 {
+	int			spi_nest;
 	Oid			logid = MvincChangeLogRelid(relid);
 	Relation	src,
 				log;
@@ -535,9 +565,9 @@ MvincSyncChangeLog(Oid relid)
 		return;
 
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	run_sql(sql.data, SPI_OK_UTILITY);
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
@@ -545,6 +575,7 @@ MvincSyncChangeLog(Oid relid)
 void
 MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname)
 {
+	int			spi_nest;
 	Oid			logid = MvincChangeLogRelid(relid);
 	StringInfoData sql;
 	Oid			save_userid;
@@ -557,9 +588,9 @@ MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname)
 					 quote_qualified_identifier(MVINC_SCHEMA, get_rel_name(logid)),
 					 quote_identifier(oldname), quote_identifier(newname));
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	run_sql(sql.data, SPI_OK_UTILITY);
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	SetUserIdAndSecContext(save_userid, save_sec);
 }
 

@@ -58,6 +58,9 @@
 #include "mvinc.h"
 #include "capture/capture.h"
 
+/* How long a batch may wait for more changes once all WAL is read */
+#define BATCH_GATHER_MS		10
+
 static CaptureWorkerSlot *MyCaptureSlot = NULL;
 
 /* Fill in the registration of a database's capture worker */
@@ -496,7 +499,21 @@ capture_loop(void)
 			continue;
 		}
 
-		/* All flushed WAL is decoded: apply, then sleep */
+		/*
+		 * All flushed WAL is decoded.  Under a steady stream of small
+		 * commits this happens after every few of them: gather a few
+		 * milliseconds' worth before writing, so that the worker commits
+		 * (and flushes WAL) at most about every BATCH_GATHER_MS, not once
+		 * per source transaction.
+		 */
+		if (batch_start != 0 &&
+			!TimestampDifferenceExceeds(batch_start, GetCurrentTimestamp(), BATCH_GATHER_MS))
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
 		apply_batch(&applied, ctx->reader->EndRecPtr);
 		batch_start = 0;
 

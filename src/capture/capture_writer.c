@@ -48,6 +48,7 @@
 /* A change log opened for the current batch */
 typedef struct Target
 {
+	int			spi_nest;
 	Oid			relid;			/* source */
 	Relation	rel;			/* change log, NULL when not tracked */
 	ResultRelInfo *rri;
@@ -63,10 +64,11 @@ typedef struct Target
 XLogRecPtr
 MvincWriterReadProgress(void)
 {
+	int			spi_nest;
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	bool		isnull;
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute("SELECT applied_lsn FROM mvinc.capture_progress", true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
@@ -75,7 +77,7 @@ MvincWriterReadProgress(void)
 		if (!isnull)
 			lsn = DatumGetLSN(d);
 	}
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	return lsn;
 }
 
@@ -83,14 +85,15 @@ MvincWriterReadProgress(void)
 static void
 write_progress(XLogRecPtr lsn)
 {
+	int			spi_nest;
 	Oid			argtypes[1] = {PG_LSNOID};
 	Datum		args[1] = {LSNGetDatum(lsn)};
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.capture_progress SET applied_lsn = $1",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update mvinc.capture_progress");
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 }
 
 /* Open the change log of a source for this batch */
@@ -276,6 +279,7 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 		p += sizeof(typlen);
 		byval = *p++;
 		flag = *p++;
+		col = find_column(t, i, name);
 
 		if (flag == 'v' && byval)
 		{
@@ -290,6 +294,11 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 
 			memcpy(&len, p, sizeof(len));
 			p += sizeof(len);
+			if (col < 0)
+			{
+				p += len;		/* a column the change log no longer has */
+				continue;
+			}
 			copy = palloc(len);
 			memcpy(copy, p, len);
 			p += len;
@@ -302,7 +311,6 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 			}
 		}
 
-		col = find_column(t, i, name);
 		if (col < 0)
 			continue;
 		if (!isnull)
