@@ -35,7 +35,9 @@ CREATE TABLE mvinc.mv_column (
     aggregate     regprocedure,             -- role 'aggregate'
     type          text NOT NULL,
     expression    text,
-    PRIMARY KEY (view, physical_name)
+    -- a physical column may make several view columns (count(*) is the
+    -- hidden count; sum and avg of one argument share one state)
+    UNIQUE NULLS NOT DISTINCT (view, physical_name, view_attnum)
 );
 
 SELECT pg_catalog.pg_extension_config_dump('mvinc.mv_view', '');

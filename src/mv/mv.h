@@ -45,6 +45,8 @@ typedef struct MvColumn
 	Oid			aggfnoid;		/* MV_COL_AGG only */
 	Oid			sourceid;		/* the source table (for deparsing expr) */
 	AttrNumber	srcattnum;		/* MV_COL_ROWID only: source column */
+	bool		derived_count;	/* MV_COL_AGG count(*): read _mvinc_count */
+	bool		shared;			/* MV_COL_AGG: reads another column's state */
 } MvColumn;
 
 /* A validated view definition */

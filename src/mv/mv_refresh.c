@@ -851,7 +851,18 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		res->mode = "noop";
 	else if (nother == 0)
 	{
-		apply_inserts(rc);
+		/*
+		 * Inserts only.  Retractable states take the new rows one by one
+		 * through agg_apply (one deserialize/serialize per group), which is
+		 * cheaper than merging delta states; others merge delta states.
+		 */
+		if (rc->def->kind == MV_KIND_AGGREGATE && rc->def->retractable)
+		{
+			materialize_delta(rc);
+			apply_retract(rc);
+		}
+		else
+			apply_inserts(rc);
 		res->mode = "incremental";
 	}
 	else if (rc->def->kind == MV_KIND_PROJECTION)
