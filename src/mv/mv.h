@@ -140,7 +140,8 @@ extern char *MvStateAggSql(MvColumn *col, const char *alias);
 extern char *MvStateMergeSql(MvColumn *col, const char *left, const char *right);
 extern char *MvStateCombineSql(MvColumn *col, const char *state);
 extern char *MvStateFinalSql(MvColumn *col, const char *state);
-extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias);
+extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias,
+							   bool ordered);
 extern bool MvAggSupported(Oid aggfnoid, const char **why);
 extern bool MvAggRetractable(Oid aggfnoid);
 

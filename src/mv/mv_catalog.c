@@ -356,7 +356,8 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", quote_identifier(col->physname));
 		first = false;
 	}
-	appendStringInfoString(&sql, ") WITH (autovacuum_vacuum_scale_factor = 0.05)");
+	/* room on each page for HOT updates of the states */
+	appendStringInfoString(&sql, ") WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05)");
 
 	MvSpiConnect();
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)

@@ -30,9 +30,11 @@
 #include "catalog/pg_type.h"
 #include "commands/matview.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -603,7 +605,7 @@ apply_regroup(RefreshCtx *rc)
  * source under S'.
  */
 static void
-apply_retract(RefreshCtx *rc)
+apply_retract(RefreshCtx *rc, bool inserts_only)
 {
 	MvDef	   *def = rc->def;
 	static int	counter = 0;
@@ -625,13 +627,15 @@ apply_retract(RefreshCtx *rc)
 		if (col->role != MV_COL_AGG)
 			continue;
 		appendStringInfo(&sql, "%s AS %s, ",
-						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d"),
+						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
+										   !inserts_only),
 						 quote_identifier(col->physname));
 		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
 						 quote_identifier(col->physname));
 	}
 	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
-					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count "
+					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count, "
+					 "max(t._mvinc_count) IS NULL AS _mvinc_new "
 					 "FROM (SELECT * FROM %s s WHERE %s AND %s) d ",
 					 rc->changelog, rc->delta, where_sql(def, "s"));
 	if (keys)
@@ -659,10 +663,28 @@ apply_retract(RefreshCtx *rc)
 		return;
 	}
 	run(psprintf("ANALYZE %s", applied), InvalidSnapshot, 0);
-	run(psprintf("DELETE FROM %s t USING %s a WHERE %s",
-				 rc->storage, applied, key_eq(def, "t", false, "a")),
+	/* groups that still have rows: new states in place (HOT, keys unchanged) */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s t SET ", rc->storage);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_AGG || col->role == MV_COL_COUNT)
+			appendStringInfo(&sql, "%s = a.%s, ", quote_identifier(col->physname),
+							 quote_identifier(col->physname));
+	}
+	sql.data[sql.len -= 2] = '\0';
+	appendStringInfo(&sql, " FROM %s a WHERE %s AND NOT a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
+					 applied, key_eq(def, "t", false, "a"), refused.data);
+	run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
+	/* groups that lost all rows, or whose retraction was refused */
+	run(psprintf("DELETE FROM %s t USING %s a WHERE %s AND NOT a._mvinc_new "
+				 "AND (a._mvinc_count = 0 OR %s)",
+				 rc->storage, applied, key_eq(def, "t", false, "a"), refused.data),
 		InvalidSnapshot, SPI_OK_DELETE);
-	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_count > 0 AND NOT (%s)",
+	/* new groups */
+	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
 				 rc->storage, column_list(def, -1, NULL), column_list(def, -1, "a."),
 				 applied, refused.data),
 		InvalidSnapshot, SPI_OK_INSERT);
@@ -808,8 +830,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 						 rc->snaptext, rc->cat->checkpoint_snapshot);
 
 	/* What changed (the change log is read with the latest snapshot) */
-	run(psprintf("SELECT count(DISTINCT (s._mvinc_lsn, s._mvinc_seq)) FILTER (WHERE s._mvinc_op = 'i'), "
-				 "count(DISTINCT (s._mvinc_lsn, s._mvinc_seq)) FILTER (WHERE s._mvinc_op IN ('u', 'd')), "
+	run(psprintf("SELECT count(*) FILTER (WHERE s._mvinc_op = 'i'), "
+				 "count(*) FILTER (WHERE s._mvinc_op IN ('u', 'd') AND s._mvinc_image <> 'n'), "
 				 "count(*) FILTER (WHERE s._mvinc_op = 't'), "
 				 "count(*) FILTER (WHERE s._mvinc_image = 'k') "
 				 "FROM %s s WHERE %s", rc->changelog, rc->delta),
@@ -859,7 +881,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		if (rc->def->kind == MV_KIND_AGGREGATE && rc->def->retractable)
 		{
 			materialize_delta(rc);
-			apply_retract(rc);
+			apply_retract(rc, true);
 		}
 		else
 			apply_inserts(rc);
@@ -875,7 +897,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	{
 		materialize_delta(rc);
 		if (rc->def->retractable)
-			apply_retract(rc);
+			apply_retract(rc, false);
 		else
 			apply_regroup(rc);
 		res->mode = "regroup";
@@ -897,6 +919,9 @@ MvRefresh(Oid viewid, bool full, bool initial)
 
 	/* SQL is generated and run with search_path pinned (see mv_init.c) */
 	MvBecomeInternal(&save);
+	if (work_mem < 65536)
+		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	rc = refresh_setup(viewid);
 	MvSpiConnect();
 	mvinc_refresh_depth++;
