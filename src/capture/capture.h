@@ -102,10 +102,16 @@ extern bool MvincStopWorkerForDropdb(Oid dboid);
 extern void MvincResumeWorker(Oid dboid);
 
 /* capture_track.c */
+extern int	MvincSpiConnect(void);
+extern void MvincSpiFinish(int nestlevel);
 extern Oid	MvincTrackedRelid(void);
 extern void MvincSyncChangeLog(Oid relid);
 extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);
 extern void MvincForgetDroppedSource(Oid relid);
+extern void MvincDropTracking(Oid relid, Oid logid);
+
+/* capture_retention.c */
 extern void MvincRetentionPass(void);
+extern void MvincMarkChangesLost(XLogRecPtr upto);
 
 #endif							/* MVINC_CAPTURE_H */

@@ -1,17 +1,11 @@
 /*-------------------------------------------------------------------------
  * capture_track.c
- *	  Tracking: which sources are captured (mvinc.tracked), their change
- *	  log tables (created, kept in step with ALTER TABLE, dropped), their
- *	  consumers, and retention (rows no consumer needs are deleted).
+ *	  Tracking: which sources are captured (mvinc.tracked) and their change
+ *	  log tables (created, kept in step with ALTER TABLE, dropped).
  *
  *	  Change logs are created and altered as the extension's owner, so any
  *	  owner of a source can track it; each change log is a member of the
  *	  extension (DROP EXTENSION drops it, pg_dump skips it).
- *
- *	  Retention: a change log whose source has consumers loses the rows
- *	  with lsn <= the smallest needed_lsn of its consumers; retained_from
- *	  records that bound.  A source with no consumer (tracked only through
- *	  mvinc.track) keeps every row until it is untracked.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -36,6 +30,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -90,6 +85,31 @@ MvincChangeLogRelid(Oid relid)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return result;
+}
+
+/*
+ * SPI_connect with search_path = pg_catalog, pg_temp for the statements we
+ * generate, so that no object of the caller's search_path can stand in
+ * for a function or operator they use.  Pair with MvincSpiFinish.
+ */
+int
+MvincSpiConnect(void)
+{
+	int			nestlevel;
+
+	SPI_connect();
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/* Undo MvincSpiConnect */
+void
+MvincSpiFinish(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
+	SPI_finish();
 }
 
 /* Run a statement through SPI, erroring out on failure */
@@ -277,6 +297,7 @@ wait_for_slot(void)
 Oid
 MvincTrack(Oid relid, bool full_old_rows)
 {
+	int			spi_nest;
 	Relation	rel;
 	Oid			logid;
 	Oid			save_userid;
@@ -306,7 +327,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 		return logid;
 
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	initStringInfo(&sql);
 
 	if (full_old_rows && replident != REPLICA_IDENTITY_FULL)
@@ -369,7 +390,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 		run_sql_oid("UPDATE mvinc.tracked SET full_old_rows = true WHERE relid = $1",
 					relid, SPI_OK_UPDATE);
 
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	SetUserIdAndSecContext(save_userid, save_sec);
 
 	/* Decoding learns about the change at our commit, in WAL order */
@@ -378,18 +399,19 @@ MvincTrack(Oid relid, bool full_old_rows)
 }
 
 /* Drop a change log and the tracking row (no checks) */
-static void
-drop_tracking(Oid relid, Oid logid)
+void
+MvincDropTracking(Oid relid, Oid logid)
 {
+	int			spi_nest;
 	Oid			save_userid;
 	int			save_sec;
 
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	run_sql_oid("DELETE FROM mvinc.consumers WHERE relid = $1", relid, SPI_OK_DELETE);
 	run_sql_oid("DELETE FROM mvinc.tracked WHERE relid = $1", relid, SPI_OK_DELETE);
-	SPI_finish();
-	if (OidIsValid(logid) && OidIsValid(get_rel_name(logid) ? logid : InvalidOid))
+	MvincSpiFinish(spi_nest);
+	if (OidIsValid(logid) && get_rel_name(logid) != NULL)
 	{
 		ObjectAddress obj;
 
@@ -406,11 +428,12 @@ drop_tracking(Oid relid, Oid logid)
 static char *
 consumer_list(Oid relid)
 {
+	int			spi_nest;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	char	   *result = NULL;
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("SELECT string_agg(pg_catalog.quote_ident(consumer), ', ' ORDER BY consumer) "
 							  "FROM mvinc.consumers WHERE relid = $1",
 							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
@@ -421,7 +444,7 @@ consumer_list(Oid relid)
 		if (v != NULL)
 			result = MemoryContextStrdup(TopTransactionContext, v);
 	}
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	return result;
 }
 
@@ -449,7 +472,7 @@ MvincUntrack(Oid relid)
 				 errmsg("cannot untrack table \"%s\"", RelationGetRelationName(rel)),
 				 errdetail("Its changes are still consumed by: %s.", consumers),
 				 errhint("Drop the views that read it first.")));
-	drop_tracking(relid, logid);
+	MvincDropTracking(relid, logid);
 	relation_close(rel, NoLock);
 }
 
@@ -460,13 +483,14 @@ MvincForgetDroppedSource(Oid relid)
 	Oid			logid = MvincChangeLogRelid(relid);
 
 	if (OidIsValid(logid))
-		drop_tracking(relid, logid);
+		MvincDropTracking(relid, logid);
 }
 
 /* After ALTER TABLE of a tracked source: add and drop change log columns */
 void
 MvincSyncChangeLog(Oid relid)
 {
+	int			spi_nest;
 	Oid			logid = MvincChangeLogRelid(relid);
 	Relation	src,
 				log;
@@ -541,9 +565,9 @@ MvincSyncChangeLog(Oid relid)
 		return;
 
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	run_sql(sql.data, SPI_OK_UTILITY);
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
@@ -551,6 +575,7 @@ MvincSyncChangeLog(Oid relid)
 void
 MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname)
 {
+	int			spi_nest;
 	Oid			logid = MvincChangeLogRelid(relid);
 	StringInfoData sql;
 	Oid			save_userid;
@@ -563,174 +588,9 @@ MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname)
 					 quote_qualified_identifier(MVINC_SCHEMA, get_rel_name(logid)),
 					 quote_identifier(oldname), quote_identifier(newname));
 	become_extension_owner(&save_userid, &save_sec);
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	run_sql(sql.data, SPI_OK_UTILITY);
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	SetUserIdAndSecContext(save_userid, save_sec);
 }
 
-/* Record that a consumer needs the rows of a source with lsn > needed_lsn */
-void
-MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn)
-{
-	Oid			argtypes[3] = {OIDOID, TEXTOID, PG_LSNOID};
-	Datum		args[3] = {ObjectIdGetDatum(relid), CStringGetTextDatum(consumer),
-	LSNGetDatum(needed_lsn)};
-
-	if (!OidIsValid(MvincChangeLogRelid(relid)))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not tracked", get_rel_name(relid)),
-				 errhint("Call mvinc.track first.")));
-	SPI_connect();
-	if (SPI_execute_with_args("INSERT INTO mvinc.consumers (relid, consumer, needed_lsn) "
-							  "VALUES ($1, $2, $3) ON CONFLICT (relid, consumer) "
-							  "DO UPDATE SET needed_lsn = EXCLUDED.needed_lsn",
-							  3, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record consumer");
-	SPI_finish();
-}
-
-/* Forget a consumer */
-void
-MvincDropConsumer(Oid relid, const char *consumer)
-{
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(consumer)};
-
-	SPI_connect();
-	if (SPI_execute_with_args("DELETE FROM mvinc.consumers WHERE relid = $1 AND consumer = $2",
-							  2, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not drop consumer");
-	SPI_finish();
-}
-
-/* Rows of the source's change log with lsn <= this were removed */
-XLogRecPtr
-MvincRetainedFrom(Oid relid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	XLogRecPtr	result = InvalidXLogRecPtr;
-
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT retained_from FROM mvinc.tracked WHERE relid = $1",
-							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			result = DatumGetLSN(d);
-	}
-	SPI_finish();
-	return result;
-}
-
-/*
- * Worker: delete change log rows no consumer needs, 10000 per transaction,
- * and untrack sources that no longer exist (dropped by DROP SCHEMA CASCADE
- * or DROP OWNED, which the utility hook does not see).
- */
-void
-MvincRetentionPass(void)
-{
-	List	   *work = NIL;
-	ListCell   *lc;
-
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	SPI_connect();
-	if (SPI_execute("SELECT t.relid, t.changelog, "
-					"       (SELECT min(c.needed_lsn) FROM mvinc.consumers c WHERE c.relid = t.relid), "
-					"       NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.oid = t.relid) "
-					"FROM mvinc.tracked t", true, 0) == SPI_OK_SELECT)
-	{
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	td = SPI_tuptable->tupdesc;
-			bool		n1,
-						n2,
-						n3,
-						n4;
-			Oid			relid = DatumGetObjectId(SPI_getbinval(tup, td, 1, &n1));
-			Oid			logid = DatumGetObjectId(SPI_getbinval(tup, td, 2, &n2));
-			Datum		needed = SPI_getbinval(tup, td, 3, &n3);
-			bool		orphan = DatumGetBool(SPI_getbinval(tup, td, 4, &n4));
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-			if (orphan)
-				work = lappend(work, list_make3_oid(relid, logid, InvalidOid));
-			else if (!n3)
-			{
-				XLogRecPtr *p = palloc(sizeof(XLogRecPtr));
-
-				*p = DatumGetLSN(needed);
-				work = lappend(work, list_make2(list_make2_oid(relid, logid), p));
-			}
-			MemoryContextSwitchTo(old);
-		}
-	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-
-	foreach(lc, work)
-	{
-		List	   *item = lfirst(lc);
-
-		if (list_length(item) == 3)
-		{
-			StartTransactionCommand();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			drop_tracking(linitial_oid(item), lsecond_oid(item));
-			PopActiveSnapshot();
-			CommitTransactionCommand();
-		}
-		else
-		{
-			List	   *ids = linitial(item);
-			XLogRecPtr	needed = *(XLogRecPtr *) lsecond(item);
-			Oid			relid = linitial_oid(ids);
-			Oid			logid = lsecond_oid(ids);
-
-			for (;;)
-			{
-				char	   *logname;
-				StringInfoData sql;
-				uint64		deleted = 0;
-				Oid			argtypes[2] = {OIDOID, PG_LSNOID};
-				Datum		args[2] = {ObjectIdGetDatum(relid), LSNGetDatum(needed)};
-
-				StartTransactionCommand();
-				PushActiveSnapshot(GetTransactionSnapshot());
-				logname = get_rel_name(logid);
-				if (logname != NULL)
-				{
-					SPI_connect();
-					/* Publish the bound before any row below it goes */
-					SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $2 "
-										  "WHERE relid = $1 AND retained_from < $2",
-										  2, argtypes, args, NULL, false, 0);
-					initStringInfo(&sql);
-					appendStringInfo(&sql,
-									 "DELETE FROM %s WHERE ctid = ANY (ARRAY("
-									 "SELECT ctid FROM %s WHERE _mvinc_lsn <= $2 LIMIT 10000))",
-									 quote_qualified_identifier(MVINC_SCHEMA, logname),
-									 quote_qualified_identifier(MVINC_SCHEMA, logname));
-					if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) == SPI_OK_DELETE)
-						deleted = SPI_processed;
-					SPI_finish();
-				}
-				PopActiveSnapshot();
-				CommitTransactionCommand();
-				if (deleted < 10000)
-					break;
-				CHECK_FOR_INTERRUPTS();
-			}
-		}
-	}
-	list_free_deep(work);
-}

@@ -58,7 +58,38 @@
 #include "mvinc.h"
 #include "capture/capture.h"
 
+/* How long a batch may wait for more changes once all WAL is read */
+#define BATCH_GATHER_MS		10
+
 static CaptureWorkerSlot *MyCaptureSlot = NULL;
+
+/* Fill in the registration of a database's capture worker */
+static void
+worker_registration(BackgroundWorker *bgw, Oid dboid, TransactionId xid)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = 1;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "mvinc");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "MvincWorkerMain");
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "mvinc capture worker for database %u", dboid);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "mvinc capture worker");
+	bgw->bgw_main_arg = ObjectIdGetDatum(dboid);
+	memcpy(bgw->bgw_extra, &xid, sizeof(xid));
+	bgw->bgw_notify_pid = 0;
+}
+
+/* Launcher: register a worker, false when no worker slot is free */
+static bool
+try_start_worker(Oid dboid)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+
+	worker_registration(&bgw, dboid, InvalidTransactionId);
+	return RegisterDynamicBackgroundWorker(&bgw, &handle);
+}
 
 /* Start the capture worker of a database (no-op if it runs) */
 void
@@ -71,17 +102,7 @@ MvincStartWorker(Oid dboid, bool error_if_none)
 	if (error_if_none)
 		xid = GetTopTransactionIdIfAny();
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 1;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mvinc");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "MvincWorkerMain");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "mvinc capture worker for database %u", dboid);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mvinc capture worker");
-	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
-	memcpy(bgw.bgw_extra, &xid, sizeof(xid));
-	bgw.bgw_notify_pid = 0;
+	worker_registration(&bgw, dboid, xid);
 
 	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
 	{
@@ -201,8 +222,23 @@ MvincLauncherMain(Datum arg)
 	table_close(rel, AccessShareLock);
 	CommitTransactionCommand();
 
+	/*
+	 * Workers of databases without the extension exit at once; when all
+	 * worker slots are taken, wait for some to free up and retry.
+	 */
 	foreach(lc, dbs)
-		MvincStartWorker(lfirst_oid(lc), false);
+	{
+		for (int attempt = 0; !try_start_worker(lfirst_oid(lc)); attempt++)
+		{
+			if (attempt == 60)
+			{
+				MvincStartWorker(lfirst_oid(lc), false);	/* logs the WARNING */
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
 	proc_exit(0);
 }
 
@@ -216,8 +252,9 @@ worker_shmem_exit(int code, Datum arg)
 	MyCaptureSlot->pid = 0;
 	MyCaptureSlot->latch = NULL;
 	MyCaptureSlot->slot_ready = false;
-	if (code == 0)
-		MyCaptureSlot->failures = 0;
+	/* A clean exit: no extension here any more, the entry is free again */
+	if (code == 0 && !MyCaptureSlot->db_dropped)
+		memset(MyCaptureSlot, 0, sizeof(CaptureWorkerSlot));
 	LWLockRelease(MvincCaptureShared->lock);
 	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
 }
@@ -247,8 +284,8 @@ drop_own_slot(void)
 		ReplicationSlotDrop(name, true);
 }
 
-/* Create the slot unless it exists; returns once it is consistent */
-static void
+/* Create the slot unless it exists (then true); returns once it is consistent */
+static bool
 ensure_slot(void)
 {
 	char		name[NAMEDATALEN];
@@ -256,7 +293,7 @@ ensure_slot(void)
 
 	MvincCaptureSlotName(MyDatabaseId, name);
 	if (SearchNamedReplicationSlot(name, true) != NULL)
-		return;
+		return false;
 
 	CheckLogicalDecodingRequirements();
 	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
@@ -269,6 +306,7 @@ ensure_slot(void)
 	FreeDecodingContext(ctx);
 	ReplicationSlotPersist();
 	ReplicationSlotRelease();
+	return true;
 }
 
 /*
@@ -350,14 +388,53 @@ capture_loop(void)
 	TimestampTz batch_start = 0;
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
+	bool		created;
 
 	MvincCaptureSlotName(MyDatabaseId, name);
-	ensure_slot();
+	created = ensure_slot();
 	ReplicationSlotAcquire(name, true);
+
+	/*
+	 * The WAL we still needed was removed (max_slot_wal_keep_size): start a
+	 * new slot and record, as retention does, that change log rows up to
+	 * its start may be missing, so that consumers rebuild.
+	 */
+	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+	{
+		XLogRecPtr	lost_from = MyReplicationSlot->data.confirmed_flush;
+
+		ReplicationSlotRelease();
+		ReplicationSlotDrop(name, true);
+		(void) ensure_slot();
+		ReplicationSlotAcquire(name, true);
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" was invalidated: changes committed between %X/%X and %X/%X were not captured",
+						name, LSN_FORMAT_ARGS(lost_from),
+						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
+				 errdetail("The WAL they were in was removed before the capture worker read it."),
+				 errhint("Consumers of the change logs rebuild; raise \"max_slot_wal_keep_size\" to avoid this.")));
+	}
 
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	applied = MvincWriterReadProgress();
+
+	/* Someone dropped our slot after changes were applied: same loss */
+	if (created && applied != InvalidXLogRecPtr)
+	{
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" was dropped: changes committed between %X/%X and %X/%X were not captured",
+						name, LSN_FORMAT_ARGS(applied),
+						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
+				 errhint("Consumers of the change logs rebuild; do not drop the slots named mvinc_<database oid>.")));
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		applied = MyReplicationSlot->data.confirmed_flush;
+	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
@@ -422,7 +499,21 @@ capture_loop(void)
 			continue;
 		}
 
-		/* All flushed WAL is decoded: apply, then sleep */
+		/*
+		 * All flushed WAL is decoded.  Under a steady stream of small
+		 * commits this happens after every few of them: gather a few
+		 * milliseconds' worth before writing, so that the worker commits
+		 * (and flushes WAL) at most about every BATCH_GATHER_MS, not once
+		 * per source transaction.
+		 */
+		if (batch_start != 0 &&
+			!TimestampDifferenceExceeds(batch_start, GetCurrentTimestamp(), BATCH_GATHER_MS))
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
 		apply_batch(&applied, ctx->reader->EndRecPtr);
 		batch_start = 0;
 

@@ -17,6 +17,7 @@
 
 #include "access/detoast.h"
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -40,13 +41,21 @@
 #include "mvinc.h"
 #include "capture/capture.h"
 
+/* Rows per table_multi_insert call */
+#define MULTI_INSERT_ROWS	1000
+#define MULTI_INSERT_BYTES	(8 * 1024 * 1024)
+
 /* A change log opened for the current batch */
 typedef struct Target
 {
+	int			spi_nest;
 	Oid			relid;			/* source */
 	Relation	rel;			/* change log, NULL when not tracked */
 	ResultRelInfo *rri;
-	TupleTableSlot *slot;
+	TupleTableSlot **slots;		/* rows waiting for table_multi_insert */
+	int			nbuffered;
+	Size		buffered_bytes;
+	BulkInsertState bistate;
 	int			nguess;
 	int		   *guess;			/* record attribute -> change log attno (0-based), hint */
 } Target;
@@ -55,10 +64,11 @@ typedef struct Target
 XLogRecPtr
 MvincWriterReadProgress(void)
 {
+	int			spi_nest;
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	bool		isnull;
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute("SELECT applied_lsn FROM mvinc.capture_progress", true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
@@ -67,7 +77,7 @@ MvincWriterReadProgress(void)
 		if (!isnull)
 			lsn = DatumGetLSN(d);
 	}
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 	return lsn;
 }
 
@@ -75,14 +85,15 @@ MvincWriterReadProgress(void)
 static void
 write_progress(XLogRecPtr lsn)
 {
+	int			spi_nest;
 	Oid			argtypes[1] = {PG_LSNOID};
 	Datum		args[1] = {LSNGetDatum(lsn)};
 
-	SPI_connect();
+	spi_nest = MvincSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.capture_progress SET applied_lsn = $1",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update mvinc.capture_progress");
-	SPI_finish();
+	MvincSpiFinish(spi_nest);
 }
 
 /* Open the change log of a source for this batch */
@@ -116,8 +127,29 @@ get_target(HTAB *targets, EState *estate, Oid relid)
 	t->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(t->rri, t->rel, 0, NULL, 0);
 	ExecOpenIndices(t->rri, false);
-	t->slot = table_slot_create(t->rel, NULL);
+	t->slots = palloc0(sizeof(TupleTableSlot *) * MULTI_INSERT_ROWS);
+	t->nbuffered = 0;
+	t->buffered_bytes = 0;
+	t->bistate = GetBulkInsertState();
 	return t;
+}
+
+/* Insert the buffered rows of a change log, then their index entries */
+static void
+flush_target(Target *t, EState *estate, CommandId cid)
+{
+	if (t->nbuffered == 0)
+		return;
+	table_multi_insert(t->rel, t->slots, t->nbuffered, cid, 0, t->bistate);
+	for (int i = 0; i < t->nbuffered; i++)
+	{
+		if (t->rri->ri_NumIndices > 0)
+			list_free(ExecInsertIndexTuples(t->rri, t->slots[i], estate, false, false, NULL, NIL));
+		ResetPerTupleExprContext(estate);
+		ExecClearTuple(t->slots[i]);
+	}
+	t->nbuffered = 0;
+	t->buffered_bytes = 0;
 }
 
 /* Change log column (0-based) for a source column name, or -1 */
@@ -247,6 +279,7 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 		p += sizeof(typlen);
 		byval = *p++;
 		flag = *p++;
+		col = find_column(t, i, name);
 
 		if (flag == 'v' && byval)
 		{
@@ -261,6 +294,11 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 
 			memcpy(&len, p, sizeof(len));
 			p += sizeof(len);
+			if (col < 0)
+			{
+				p += len;		/* a column the change log no longer has */
+				continue;
+			}
 			copy = palloc(len);
 			memcpy(copy, p, len);
 			p += len;
@@ -273,7 +311,6 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 			}
 		}
 
-		col = find_column(t, i, name);
 		if (col < 0)
 			continue;
 		if (!isnull)
@@ -350,8 +387,11 @@ MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied)
 			if (t->rel == NULL)
 				continue;
 
+			/* Slots live as long as the batch; the row's values only until materialized */
+			if (t->slots[t->nbuffered] == NULL)
+				t->slots[t->nbuffered] = table_slot_create(t->rel, NULL);
+			slot = t->slots[t->nbuffered];
 			old = MemoryContextSwitchTo(rowcxt);
-			slot = t->slot;
 			ExecClearTuple(slot);
 			for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
 			{
@@ -369,14 +409,20 @@ MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied)
 			fill_slot(t, p, slot);
 			ExecStoreVirtualTuple(slot);
 
-			table_tuple_insert(t->rel, slot, cid, 0, NULL);
-			if (t->rri->ri_NumIndices > 0)
-				list_free(ExecInsertIndexTuples(t->rri, slot, estate, false, false, NULL, NIL));
+			/* The slot keeps its own copy: the row's memory can go */
+			ExecMaterializeSlot(slot);
+			t->buffered_bytes += ExecFetchSlotHeapTuple(slot, false, NULL)->t_len;
 			MemoryContextSwitchTo(old);
-			ResetPerTupleExprContext(estate);
 			MemoryContextReset(rowcxt);
+			if (++t->nbuffered == MULTI_INSERT_ROWS || t->buffered_bytes > MULTI_INSERT_BYTES)
+				flush_target(t, estate, cid);
 		}
 	}
+
+	hash_seq_init(&hs, targets);
+	while ((t = hash_seq_search(&hs)) != NULL)
+		if (t->rel != NULL)
+			flush_target(t, estate, cid);
 
 	write_progress(new_applied);
 
@@ -385,7 +431,9 @@ MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied)
 	{
 		if (t->rel == NULL)
 			continue;
-		ExecDropSingleTupleTableSlot(t->slot);
+		for (int i = 0; i < MULTI_INSERT_ROWS && t->slots[i] != NULL; i++)
+			ExecDropSingleTupleTableSlot(t->slots[i]);
+		FreeBulkInsertState(t->bistate);
 		ExecCloseIndices(t->rri);
 		table_close(t->rel, NoLock);
 	}

@@ -107,3 +107,23 @@ SELECT count(*) AS rows_after_retrack FROM :cl;
 INSERT INTO cap_full VALUES (3, 'tracked again', NULL);
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT _mvinc_op AS op, _mvinc_image AS img, k, v FROM :cl;
+
+-- Names that need quoting, a collation, a domain, an enum and generated columns.
+CREATE SCHEMA "Cap Schema";
+CREATE TYPE "Cap Schema"."Mood" AS ENUM ('sad', 'ok', 'happy');
+CREATE DOMAIN "Cap Schema".posint AS int CHECK (VALUE > 0);
+CREATE TABLE "Cap Schema"."Odd ""Name""" (
+    "Key Col" int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "Col A" varchar(10) COLLATE "C",
+    mood "Cap Schema"."Mood",
+    n "Cap Schema".posint,
+    twice int GENERATED ALWAYS AS (n * 2) STORED);
+SELECT mvinc.track('"Cap Schema"."Odd ""Name"""') AS cl \gset
+SELECT attname, format_type(atttypid, atttypmod), collname FROM pg_attribute a
+  LEFT JOIN pg_collation c ON c.oid = a.attcollation AND a.attcollation <> 100
+ WHERE attrelid = :'cl'::regclass AND attnum > 6 ORDER BY attnum;
+INSERT INTO "Cap Schema"."Odd ""Name""" ("Col A", mood, n) VALUES ('x y', 'happy', 21);
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT "Key Col", "Col A", mood, n, twice FROM :cl;
+DROP TABLE "Cap Schema"."Odd ""Name""";
+DROP SCHEMA "Cap Schema" CASCADE;

@@ -76,11 +76,76 @@ $node->safe_psql('db1', "SELECT mvinc.wait_for_capture(timeout => '90 s')");
 is($node->safe_psql('db1', "SELECT string_agg(id::text, ',' ORDER BY id) FROM $log"), '1,2,3,200',
 	'after the error is fixed, every change is captured once');
 
+# An unchanged TOASTed value whose chunks a TRUNCATE removed before the
+# update was captured: logged as NULL with a WARNING, capture goes on.
+$node->safe_psql('db1', q{
+CREATE TABLE tt (id int PRIMARY KEY, small int, big text);
+ALTER TABLE tt ALTER big SET STORAGE EXTERNAL;
+SELECT mvinc.track('tt');
+});
+my $tt_log = $node->safe_psql('db1', "SELECT mvinc.track('tt')");
+$node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE int USING NULL");
+$node->safe_psql('db1', "INSERT INTO t VALUES (400, 'blocks the worker')");
+ok(wait_for('db1', "SELECT last_error LIKE 'invalid input syntax%' FROM mvinc.capture", 't'), 'worker blocked again');
+$node->safe_psql('db1', "INSERT INTO tt VALUES (1, 1, repeat('t', 5000))");
+$node->safe_psql('db1', "UPDATE tt SET small = 2");
+$node->safe_psql('db1', "TRUNCATE tt");
+$node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE text");
+$node->safe_psql('db1', "SELECT mvinc.wait_for_capture(timeout => '90 s')");
+is($node->safe_psql('db1', "SELECT string_agg(_mvinc_op::text || _mvinc_image::text || coalesce(length(big)::text, '-'), ' ' ORDER BY _mvinc_lsn, _mvinc_seq, _mvinc_image = 'n') FROM $tt_log"),
+	'in5000 uk- un- tn-', 'the lost value is logged as NULL, the rest in order');
+like(slurp_file($node->logfile), qr/unchanged TOASTed value of column "big" of table \d+ could not be fetched/,
+	'with a WARNING');
+
 # A killed worker comes back.
 $node->safe_psql('db1', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker'");
 $node->safe_psql('db1', "INSERT INTO t VALUES (4, 'd')");
 $node->safe_psql('db1', "SELECT mvinc.wait_for_capture(timeout => '90 s')");
 is($node->safe_psql('db1', "SELECT count(*) FROM $log WHERE id = 4"), '1', 'a terminated worker is restarted');
+
+# WAL removed before the worker read it (max_slot_wal_keep_size): the slot
+# is recreated, the loss is recorded in retained_from, capture goes on.
+$node->append_conf('postgresql.conf', "max_slot_wal_keep_size = 1MB\nwal_keep_size = 0");
+$node->reload;
+$node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE int USING NULL");
+$node->safe_psql('db1', "INSERT INTO t VALUES (300, 'lost')");
+ok(wait_for('db1', "SELECT last_error LIKE 'invalid input syntax%' FROM mvinc.capture", 't'), 'worker blocked');
+$node->safe_psql('db1', 'CREATE TABLE filler (x text)');
+for (1 .. 4)
+{
+	$node->safe_psql('db1', "INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 2000); SELECT pg_switch_wal();");
+}
+$node->safe_psql('db1', 'CHECKPOINT');
+is($node->safe_psql('postgres', "SELECT wal_status FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'"),
+	'lost', 'the slot lost its WAL');
+$node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE text");
+my $recorded = 0;
+for (1 .. 900)
+{
+	$recorded = $node->safe_psql('db1', "SELECT retained_from > '0/0' FROM mvinc.tracked WHERE relid = 't'::regclass");
+	last if $recorded eq 't';
+	usleep(100_000);
+}
+is($recorded, 't', 'the loss is recorded in retained_from');
+$node->safe_psql('db1', "INSERT INTO t VALUES (301, 'after')");
+$node->safe_psql('db1', "SELECT mvinc.wait_for_capture(timeout => '90 s')");
+is($node->safe_psql('db1', "SELECT count(*) FROM $log WHERE id = 301"), '1', 'capture goes on with a new slot');
+like(slurp_file($node->logfile), qr/replication slot "mvinc_\d+" was invalidated: changes committed between/,
+	'and logged');
+
+# Someone drops the slot while the worker is down: the loss is recorded too.
+my $before = $node->safe_psql('db1', "SELECT retained_from FROM mvinc.tracked WHERE relid = 't'::regclass");
+my $dropped = 0;
+for (1 .. 100)
+{
+	$node->safe_psql('db1', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker'");
+	my ($r) = $node->psql('db1', "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'");
+	if ($r == 0 && slots() eq '0') { $dropped = 1; last; }
+	usleep(20_000);
+}
+ok($dropped, 'slot dropped behind the worker\'s back');
+ok(wait_for('db1', "SELECT retained_from > '$before' FROM mvinc.tracked WHERE relid = 't'::regclass", 't'),
+	'a dropped slot is recorded as lost changes');
 
 # DROP EXTENSION: worker and slot go, nothing of mvinc is left.
 $node->safe_psql('db1', 'DROP EXTENSION mvinc');
