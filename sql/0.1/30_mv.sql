@@ -74,6 +74,8 @@ CREATE VIEW mvinc.views AS
            mvinc._storage_rows(v.view) AS storage_rows,
            v.populated
       FROM mvinc.mv_view v;
+-- like pg_matviews: everyone may list the views
+GRANT SELECT ON mvinc.views TO PUBLIC;
 
 -- DROP of a view (or of its source with CASCADE): forget its catalog rows
 -- and its capture consumer.  Storage goes with the view (internal dependency).

@@ -442,5 +442,12 @@ MvForgetView(Oid viewid, Oid sourceid)
 	if (storage_name && storage_exists(storage, storage_name))
 		drop_storage(storage);
 	if (OidIsValid(sourceid))
+	{
+		MvInternal	save;
+
+		/* capture's consumer list is not the view owner's to change */
+		MvBecomeInternal(&save);
 		MvDropConsumer(sourceid, MvConsumerName(viewid));
+		MvEndInternal(&save);
+	}
 }
