@@ -24,6 +24,8 @@ extern Oid	MvincTrack(Oid relid, bool full_old_rows);
 extern void MvincUntrack(Oid relid);
 extern Oid	MvincChangeLogRelid(Oid relid);
 extern XLogRecPtr MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms);
+extern bool MvincTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);
+extern XLogRecPtr MvincCapturedLsn(void);
 extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn);
 extern void MvincDropConsumer(Oid relid, const char *consumer);
 extern XLogRecPtr MvincRetainedFrom(Oid relid);
