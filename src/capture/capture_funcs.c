@@ -9,6 +9,7 @@
 
 #include "access/htup_details.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -61,6 +62,21 @@ MvincCapturedLsn(void)
 }
 
 /*
+ * p moved back over a page header that it points just after: no record
+ * ends there (records end at the page boundary), XLogFlush cannot reach it,
+ * and pg_current_wal_insert_lsn(), the default wait position, can be there.
+ */
+static XLogRecPtr
+record_end_floor(XLogRecPtr p)
+{
+	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
+		p -= SizeOfXLogLongPHD;
+	else if (p % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		p -= SizeOfXLogShortPHD;
+	return p;
+}
+
+/*
  * The wait shared by MvincWaitForCapture and MvincTryWaitForCapture: sleep
  * on the progress condition variable until this database's captured
  * position reaches lsn, timeout_ms passes, or (with stop_if_not_running)
@@ -78,9 +94,10 @@ wait_for_captured(XLogRecPtr lsn, int timeout_ms, bool stop_if_not_running,
 
 	*running = false;
 	err[0] = '\0';
+	lsn = record_end_floor(lsn);
 
 	/* The worker reads only flushed WAL (a flush is not a data write) */
-	XLogFlush(Min(lsn, GetXLogInsertRecPtr()));
+	XLogFlush(record_end_floor(Min(lsn, GetXLogInsertRecPtr())));
 	MvincWakeWorker(MyDatabaseId);
 
 	ConditionVariablePrepareToSleep(&MvincCaptureShared->progress_cv);
@@ -129,7 +146,7 @@ MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 		MvincCheckServerSetup();
 
 	captured = wait_for_captured(lsn, timeout_ms, false, &running, err);
-	if (captured < lsn)
+	if (captured < record_end_floor(lsn))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("timed out waiting for change capture to reach %X/%X",
@@ -157,9 +174,10 @@ MvincTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 
 	if (MvincCaptureShared == NULL || RecoveryInProgress())
 		return false;
-	if (MvincCapturedLsn() >= lsn)
+	if (MvincCapturedLsn() >= record_end_floor(lsn))
 		return true;			/* the common case: no flush, no sleep */
-	return wait_for_captured(lsn, Max(timeout_ms, 0), true, &running, err) >= lsn;
+	return wait_for_captured(lsn, Max(timeout_ms, 0), true, &running, err) >=
+		record_end_floor(lsn);
 }
 
 /* mvinc.wait_for_capture(lsn pg_lsn, timeout interval) returns pg_lsn */
