@@ -261,6 +261,7 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		if (renamed != NULL)
 			MvincRenameChangeLogColumn(altered, renamed->subname, renamed->newname);
 		MvincSyncChangeLog(altered);
+		MvincHoldHorizonFor(altered);
 	}
 	if (dropping_mvinc && !OidIsValid(get_extension_oid("mvinc", true)))
 	{
