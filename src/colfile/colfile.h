@@ -1,9 +1,255 @@
 /*-------------------------------------------------------------------------
  * colfile.h
  *	  Interface of the colfile subsystem: the colfile table access method.
+ *
+ * Storage model (see DESIGN.md, "colfile table access method"):
+ *
+ *  - The relation's main fork is an append-only byte stream. Block 0 is a
+ *	  metapage (TID-space and byte allocators); blocks 1.. hold payload bytes
+ *	  after a standard page header. Pages carry no transaction ids; every
+ *	  change is WAL-logged with generic WAL.
+ *  - A row group (a "data file") is a run of column chunks, each zstd
+ *	  compressed (or raw when that does not shrink it). Its directory (chunk
+ *	  offsets, sizes, min/max) lives in the heap table mvinc.colfile_rowgroup,
+ *	  keyed by (relfilenode, first_block), so its visibility is plain MVCC.
+ *  - TIDs are logical: a row group owns TID blocks [first_block,
+ *	  first_block + ceil(rows_per_group / 291)); row p of the group has TID
+ *	  (first_block + p / 291, p % 291 + 1).
+ *  - Row states (deleted, updated to a new TID, locked) are tuples of the
+ *	  heap table mvinc.colfile_rowstate, whose own xmin says who did it: that
+ *	  is how MVCC, waiting and EvalPlanQual work without xids in our pages.
  *-------------------------------------------------------------------------
  */
 #ifndef MVINC_COLFILE_H
 #define MVINC_COLFILE_H
+
+#include "access/htup.h"
+#include "access/tableam.h"
+#include "nodes/bitmapset.h"
+#include "storage/itemptr.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
+
+#ifndef DatumGetItemPointer
+#define DatumGetItemPointer(X)	 ((ItemPointer) DatumGetPointer(X))
+#define ItemPointerGetDatum(X)	 PointerGetDatum(X)
+#endif
+
+#define COLFILE_ROWS_PER_BLOCK	291		/* MaxHeapTuplesPerPage */
+#define COLFILE_MAGIC			0xC01F11E1
+#define COLFILE_VERSION			1
+#define COLFILE_PAYLOAD_START	MAXALIGN(SizeOfPageHeaderData)
+#define COLFILE_PAYLOAD_PER_PAGE (BLCKSZ - COLFILE_PAYLOAD_START)
+
+/* Row state kinds (mvinc.colfile_rowstate.kind) */
+#define ROWSTATE_DELETED	'd'		/* deleted by its inserter's transaction */
+#define ROWSTATE_UPDATED	'u'		/* deleted; new version at new_tid */
+#define ROWSTATE_KILLED		'k'		/* failed speculative insert: dead at once */
+#define ROWSTATE_LOCK_EXCL	'x'		/* FOR UPDATE / FOR NO KEY UPDATE */
+#define ROWSTATE_LOCK_SHARE 's'		/* FOR SHARE / FOR KEY SHARE */
+
+/* Chunk compression kinds */
+#define CHUNK_RAW		0
+#define CHUNK_ZSTD		1
+
+/* Chunk flags */
+#define CHUNK_HAS_NULLS		0x01
+#define CHUNK_ALL_NULL		0x02
+#define CHUNK_HAS_MINMAX	0x04
+
+/* One column chunk in a row group directory (stored in the metadata row) */
+typedef struct ColfileChunkDesc
+{
+	uint64		offset;			/* from the row group's data_offset */
+	uint32		stored_len;		/* bytes in the pages */
+	uint32		raw_len;		/* bytes after decompression */
+	uint32		minmax_off;		/* into the directory's min/max area */
+	uint16		min_len;
+	uint16		max_len;
+	uint8		compression;
+	uint8		flags;
+	uint16		pad;
+} ColfileChunkDesc;
+
+/* Directory header; followed by natts ColfileChunkDesc, then min/max bytes */
+typedef struct ColfileDirHeader
+{
+	int32		natts;
+	int32		pad;
+} ColfileDirHeader;
+
+/* A row group as read from mvinc.colfile_rowgroup */
+typedef struct ColfileRowGroup
+{
+	int64		first_block;
+	int32		nrows;
+	int64		seq;
+	int64		data_offset;
+	int64		data_length;
+	bytea	   *directory;		/* detoasted copy */
+	TransactionId xmin;
+} ColfileRowGroup;
+
+/* Decoded chunk of one column */
+typedef struct ColfileDecoded
+{
+	Datum	   *values;
+	bool	   *isnull;
+	char	   *raw;			/* keeps byref values alive */
+} ColfileDecoded;
+
+/* A row group loaded for reading, with per-column decoded chunks */
+typedef struct ColfileGroupCache
+{
+	ColfileRowGroup rg;
+	int			natts;			/* of the table now */
+	ColfileDecoded **cols;		/* [natts], NULL until decoded */
+	MemoryContext cxt;
+} ColfileGroupCache;
+
+/* The columns a scan decodes, as an array; NULL means every column */
+typedef struct ColfileProj
+{
+	int			ncols;
+	int		   *cols;			/* 0-based attribute numbers */
+	TupleTableSlot *primed;		/* slot whose other columns are already NULL */
+} ColfileProj;
+
+/* Metadata relation ids, resolved once per call site */
+typedef struct ColfileMetaRels
+{
+	Oid			rowgroup;
+	Oid			rowgroup_idx;
+	Oid			rowstate;
+	Oid			rowstate_idx;
+	Oid			seq;
+} ColfileMetaRels;
+
+/* GUCs */
+extern int	colfile_rows_per_group;
+extern int	colfile_compression_level;
+
+/* colfile_init.c */
+extern bool ColfileIsColfileRel(Relation rel);
+
+/* colfile_meta.c */
+extern void ColfileMetaRelIds(ColfileMetaRels *ids);
+extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
+extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
+								ColfileRowGroup *rg);
+extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
+extern void ColfileDeleteAllMetadata(Oid relfilenode);
+extern void ColfileDeleteRowGroupMeta(Oid relfilenode, int64 first_block, int nrows);
+extern int64 ColfilePruneRowStates(Oid relfilenode);
+extern void ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
+								  ItemPointer new_tid, CommandId cid);
+extern List *ColfileRowStatesFor(Oid relfilenode, ItemPointer tid);
+extern bool ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid,
+								 Snapshot snapshot);
+extern struct HTAB *ColfileDeletedSet(Oid relfilenode, Snapshot snapshot);
+extern bool ColfileDeletedSetContains(struct HTAB *set, ItemPointer tid);
+extern int64 ColfileNextSeq(void);
+
+/* One row state record, as read with every version visible */
+typedef struct ColfileRowState
+{
+	char		kind;
+	ItemPointerData new_tid;
+	TransactionId xmin;
+	CommandId	cmin;
+	bool		xmax_committed;	/* removed by VACUUM or TRUNCATE */
+	ItemPointerData self;		/* heap TID of the record */
+} ColfileRowState;
+
+/* colfile_storage.c */
+extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
+extern int64 ColfileAppendBytes(Relation rel, const char *data, int64 len);
+extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
+extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
+
+/* colfile_compress.c */
+extern bytea *ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
+								 Datum **values, bool **isnull,
+								 StringInfo data);
+extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
+										  Form_pg_attribute att, int attnum,
+										  MemoryContext cxt);
+extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
+extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
+							 Datum *min, Datum *max);
+
+/* colfile_writer.c */
+extern void ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid);
+extern void ColfileFlushRel(Relation rel);
+extern void ColfileInsertCallDone(Relation rel);
+extern void ColfileFlushAll(void);
+extern void ColfileFlushAllForRead(Oid relid);
+extern void ColfileFlushForTid(Oid relid, ItemPointer tid);
+extern void ColfileDiscardRel(Oid relid);
+extern void ColfileWriterXactCallback(bool commit);
+extern void ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
+								 SubTransactionId parentSubid);
+extern void ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
+							  Datum **values, bool **isnull, CommandId cid);
+
+/* colfile_reader.c */
+extern ColfileGroupCache *ColfileLoadGroup(Relation rel, ColfileRowGroup *rg,
+										   MemoryContext parent);
+extern void ColfileFreeGroup(ColfileGroupCache *gc);
+extern void ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
+							TupleTableSlot *slot, ColfileProj *proj);
+extern ColfileProj *ColfileMakeProj(Bitmapset *needed, int natts);
+extern void ColfileTidFor(int64 first_block, int pos, ItemPointer tid);
+extern int	ColfilePosFor(int64 first_block, ItemPointer tid);
+extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
+							  ColfileRowGroup *rg);
+extern bool ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
+							TupleTableSlot *slot);
+
+/* colfile_modify.c */
+extern TM_Result colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
+									  Snapshot snapshot, Snapshot crosscheck, bool wait,
+									  TM_FailureData *tmfd, bool changingPart);
+extern TM_Result colfile_tuple_update(Relation rel, ItemPointer otid,
+									  TupleTableSlot *slot, CommandId cid,
+									  Snapshot snapshot, Snapshot crosscheck,
+									  bool wait, TM_FailureData *tmfd,
+									  LockTupleMode *lockmode, bool *update_indexes);
+extern TM_Result colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
+									TupleTableSlot *slot, CommandId cid,
+									LockTupleMode mode, LockWaitPolicy wait_policy,
+									uint8 flags, TM_FailureData *tmfd);
+extern void colfile_kill_row(Relation rel, ItemPointer tid);
+
+/* colfile_vacuum.c */
+extern void colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
+									BufferAccessStrategy bstrategy);
+extern void colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
+									 Relation OldIndex, bool use_sort,
+									 TransactionId OldestXmin,
+									 TransactionId *xid_cutoff,
+									 MultiXactId *multi_cutoff,
+									 double *num_tuples,
+									 double *tups_vacuumed,
+									 double *tups_recently_dead);
+extern double colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
+											 struct IndexInfo *index_info,
+											 bool allow_sync, bool anyvisible,
+											 bool progress, BlockNumber start_blockno,
+											 BlockNumber numblocks,
+											 IndexBuildCallback callback,
+											 void *callback_state,
+											 TableScanDesc scan);
+extern void colfile_index_validate_scan(Relation table_rel, Relation index_rel,
+										struct IndexInfo *index_info,
+										Snapshot snapshot,
+										struct ValidateIndexState *state);
+
+/* colfile_projection.c */
+extern void ColfileProjectionInit(void);
+extern Bitmapset *ColfileParallelNeeded(Oid relid);
+extern void ColfileProjectionXactEnd(void);
+extern void ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed);
+extern void ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed);
 
 #endif							/* MVINC_COLFILE_H */

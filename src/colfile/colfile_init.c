@@ -1,15 +1,113 @@
 /*-------------------------------------------------------------------------
  * colfile_init.c
- *	  Start-up of the colfile subsystem (the colfile table access method): GUCs and hooks.
+ *	  Start-up of the colfile subsystem (the colfile table access method):
+ *	  GUCs, transaction callbacks (write buffer flush and discard) and the
+ *	  drop hook that removes a dropped table's metadata.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
 #include "mvinc.h"
 #include "colfile/colfile.h"
+
+int			colfile_rows_per_group = 10000;
+int			colfile_compression_level = 3;
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* Write buffers: flush before commit, forget at the end */
+static void
+colfile_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			ColfileFlushAll();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			ColfileWriterXactCallback(event == XACT_EVENT_COMMIT);
+			ColfileProjectionXactEnd();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+colfile_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		ColfileWriterSubXact(true, mySubid, parentSubid);
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		ColfileWriterSubXact(false, mySubid, parentSubid);
+}
+
+/* DROP TABLE: remove the table's metadata with the drop */
+static void
+colfile_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
+		get_rel_relkind(objectId) == RELKIND_RELATION)
+	{
+		Relation	rel = try_relation_open(objectId, NoLock);
+
+		if (rel == NULL)
+			return;
+		if (ColfileIsColfileRel(rel))
+		{
+			Oid			nsp = get_namespace_oid("mvinc", true);
+
+			ColfileDiscardRel(objectId);
+			if (OidIsValid(nsp) &&
+				OidIsValid(get_relname_relid("colfile_rowgroup", nsp)) &&
+				OidIsValid(get_relname_relid("colfile_rowstate", nsp)))
+				ColfileDeleteAllMetadata(rel->rd_node.relNode);
+		}
+		relation_close(rel, NoLock);
+	}
+}
 
 /* Install the colfile subsystem's GUCs and hooks */
 void
 MvincColfileInit(void)
 {
+	DefineCustomIntVariable("mvinc.colfile_rows_per_group",
+							"Rows per row group written to colfile tables.",
+							"A statement's rows are written as row groups of at most this many rows.",
+							&colfile_rows_per_group,
+							10000, 1, 1000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mvinc.colfile_compression_level",
+							"zstd compression level of colfile column chunks.",
+							NULL,
+							&colfile_compression_level,
+							3, 1, 19,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	RegisterXactCallback(colfile_xact_callback, NULL);
+	RegisterSubXactCallback(colfile_subxact_callback, NULL);
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = colfile_object_access;
+	ColfileProjectionInit();
 }

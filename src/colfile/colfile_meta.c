@@ -1,0 +1,509 @@
+/*-------------------------------------------------------------------------
+ * colfile_meta.c
+ *	  The heap metadata tables: mvinc.colfile_rowgroup (row groups and their
+ *	  chunk directories) and mvinc.colfile_rowstate (per-row deletions,
+ *	  updates and locks). Their tuples carry the xids, so visibility of row
+ *	  groups and deletions is plain MVCC.
+ *
+ * Rows are inserted with the command id of the statement that produced
+ * them (not the current one), so a row group flushed late is still
+ * invisible to its own statement and visible to the next.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "commands/sequence.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "storage/itemptr.h"
+#include "utils/fmgrprotos.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+
+#define Natts_rowgroup 7
+#define Natts_rowstate 4
+
+/* Resolve the metadata tables of the installed extension */
+void
+ColfileMetaRelIds(ColfileMetaRels *ids)
+{
+	Oid			nsp = get_namespace_oid("mvinc", true);
+
+	if (!OidIsValid(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"mvinc\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION mvinc.")));
+	ids->rowgroup = get_relname_relid("colfile_rowgroup", nsp);
+	ids->rowgroup_idx = get_relname_relid("colfile_rowgroup_key", nsp);
+	ids->rowstate = get_relname_relid("colfile_rowstate", nsp);
+	ids->rowstate_idx = get_relname_relid("colfile_rowstate_key", nsp);
+	ids->seq = get_relname_relid("colfile_seq", nsp);
+	if (!OidIsValid(ids->rowgroup) || !OidIsValid(ids->rowgroup_idx) ||
+		!OidIsValid(ids->rowstate) || !OidIsValid(ids->rowstate_idx) ||
+		!OidIsValid(ids->seq))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("colfile metadata tables of extension \"mvinc\" are missing"),
+				 errhint("Reinstall the extension.")));
+}
+
+/* Next sequence number for a row group */
+int64
+ColfileNextSeq(void)
+{
+	ColfileMetaRels ids;
+
+	ColfileMetaRelIds(&ids);
+	return nextval_internal(ids.seq, false);
+}
+
+/* Insert a heap tuple with a given command id and index it */
+static void
+insert_with_index(Relation heap, Oid indexoid, HeapTuple tup, CommandId cid,
+				  Datum *keys, bool *keynulls, bool unique)
+{
+	Relation	idx;
+	IndexInfo  *ii;
+
+	heap_insert(heap, tup, cid, 0, NULL);
+	idx = index_open(indexoid, RowExclusiveLock);
+	ii = BuildIndexInfo(idx);
+	index_insert(idx, keys, keynulls, &tup->t_self, heap,
+				 unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, false, ii);
+	index_close(idx, RowExclusiveLock);
+}
+
+/* Record a newly written row group */
+void
+ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	Datum		values[Natts_rowgroup];
+	bool		nulls[Natts_rowgroup] = {0};
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	values[0] = ObjectIdGetDatum(rel->rd_node.relNode);
+	values[1] = Int64GetDatum(rg->first_block);
+	values[2] = Int32GetDatum(rg->nrows);
+	values[3] = Int64GetDatum(rg->seq);
+	values[4] = Int64GetDatum(rg->data_offset);
+	values[5] = Int64GetDatum(rg->data_length);
+	values[6] = PointerGetDatum(rg->directory);
+	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
+	insert_with_index(meta, ids.rowgroup_idx, tup, cid, values, nulls, true);
+	heap_freetuple(tup);
+	table_close(meta, RowExclusiveLock);
+}
+
+/*
+ * Was this metadata tuple deleted by a committed transaction or by ours?
+ * (Only matters for SnapshotAny lookups, which see every version.)
+ */
+static bool
+tuple_removed(HeapTupleHeader h)
+{
+	TransactionId xmax;
+
+	if (h->t_infomask & HEAP_XMAX_INVALID)
+		return false;
+	if (HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+		return false;
+	xmax = HeapTupleHeaderGetUpdateXid(h);
+	if (!TransactionIdIsValid(xmax))
+		return false;
+	return TransactionIdIsCurrentTransactionId(xmax) ||
+		(!TransactionIdIsInProgress(xmax) && TransactionIdDidCommit(xmax));
+}
+
+/* Fill a ColfileRowGroup from a metadata tuple */
+static void
+rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
+{
+	Datum		values[Natts_rowgroup];
+	bool		nulls[Natts_rowgroup];
+
+	heap_deform_tuple(tup, RelationGetDescr(meta), values, nulls);
+	rg->first_block = DatumGetInt64(values[1]);
+	rg->nrows = DatumGetInt32(values[2]);
+	rg->seq = DatumGetInt64(values[3]);
+	rg->data_offset = DatumGetInt64(values[4]);
+	rg->data_length = DatumGetInt64(values[5]);
+	rg->directory = DatumGetByteaPCopy(values[6]);
+	rg->xmin = HeapTupleHeaderGetXmin(tup->t_data);
+}
+
+/*
+ * Find the row group owning TID block 'block' visible under snapshot. With
+ * a dirty snapshot, the snapshot's xmin/xmax report the inserter, as heap
+ * does for a tuple.
+ */
+bool
+ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
+					ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta,
+				idx;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	bool		found = false;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	idx = index_open(ids.rowgroup_idx, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(block));
+	scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
+	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
+	{
+		if (snapshot->snapshot_type == SNAPSHOT_ANY && tuple_removed(tup->t_data))
+			continue;
+		rowgroup_from_tuple(meta, tup, rg);
+		found = true;
+		break;
+	}
+	systable_endscan_ordered(scan);
+	index_close(idx, AccessShareLock);
+	table_close(meta, AccessShareLock);
+	if (found &&
+		block >= rg->first_block + (rg->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
+		found = false;
+	return found;
+}
+
+/* All row groups of a relfilenode visible under snapshot, by first_block */
+List *
+ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
+{
+	ColfileMetaRels ids;
+	Relation	meta,
+				idx;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	List	   *result = NIL;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	idx = index_open(ids.rowgroup_idx, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan_ordered(meta, idx, snapshot, 1, key);
+	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	{
+		ColfileRowGroup *rg;
+
+		if (snapshot->snapshot_type == SNAPSHOT_ANY && tuple_removed(tup->t_data))
+			continue;
+		rg = palloc(sizeof(ColfileRowGroup));
+
+		rowgroup_from_tuple(meta, tup, rg);
+		result = lappend(result, rg);
+	}
+	systable_endscan_ordered(scan);
+	index_close(idx, AccessShareLock);
+	table_close(meta, AccessShareLock);
+	return result;
+}
+
+/* Delete every metadata row of a relfilenode (TRUNCATE, DROP) */
+void
+ColfileDeleteAllMetadata(Oid relfilenode)
+{
+	ColfileMetaRels ids;
+	Oid			tabs[2];
+	Oid			idxs[2];
+	int			i;
+
+	ColfileMetaRelIds(&ids);
+	tabs[0] = ids.rowgroup;
+	idxs[0] = ids.rowgroup_idx;
+	tabs[1] = ids.rowstate;
+	idxs[1] = ids.rowstate_idx;
+	for (i = 0; i < 2; i++)
+	{
+		Relation	meta = table_open(tabs[i], RowExclusiveLock);
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+			simple_heap_delete(meta, &tup->t_self);
+		systable_endscan(scan);
+		table_close(meta, RowExclusiveLock);
+	}
+	CommandCounterIncrement();
+}
+
+/* Delete one row group's metadata and its row states (VACUUM) */
+void
+ColfileDeleteRowGroupMeta(Oid relfilenode, int64 first_block, int nrows)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[3];
+	HeapTuple	tup;
+	ItemPointerData lo,
+				hi;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(first_block));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, GetLatestSnapshot(), 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+		simple_heap_delete(meta, &tup->t_self);
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+
+	ItemPointerSet(&lo, (BlockNumber) first_block, 0);
+	ItemPointerSet(&hi, (BlockNumber) (first_block +
+									   (nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK), 0);
+	meta = table_open(ids.rowstate, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
+				ItemPointerGetDatum(&lo));
+	ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
+				ItemPointerGetDatum(&hi));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, GetLatestSnapshot(), 3, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+		simple_heap_delete(meta, &tup->t_self);
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);	CommandCounterIncrement();
+}
+
+/* Delete row state records that no longer matter (VACUUM) */
+int64
+ColfilePruneRowStates(Oid relfilenode)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	int64		n = 0;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowstate, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, GetLatestSnapshot(), 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		/* a lock of a finished transaction is over */
+		if ((kind == ROWSTATE_LOCK_EXCL || kind == ROWSTATE_LOCK_SHARE) &&
+			!TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdIsInProgress(xmin))
+		{
+			simple_heap_delete(meta, &tup->t_self);
+			n++;
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+	return n;
+}
+
+/* Record a row state (deletion, update, lock, kill) with a command id */
+void
+ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
+					  ItemPointer new_tid, CommandId cid)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	Datum		values[Natts_rowstate];
+	bool		nulls[Natts_rowstate] = {0};
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowstate, RowExclusiveLock);
+	values[0] = ObjectIdGetDatum(rel->rd_node.relNode);
+	values[1] = ItemPointerGetDatum(tid);
+	values[2] = CharGetDatum(kind);
+	if (new_tid)
+		values[3] = ItemPointerGetDatum(new_tid);
+	else
+		nulls[3] = true;
+	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
+	insert_with_index(meta, ids.rowstate_idx, tup, cid, values, nulls, false);
+	heap_freetuple(tup);
+	table_close(meta, RowExclusiveLock);
+}
+
+/*
+ * Every live record of one row (all versions, any transaction): what
+ * tuple_lock, tuple_delete and dirty-snapshot fetches decide from. Records
+ * of aborted transactions and records removed by committed transactions
+ * are left out.
+ */
+List *
+ColfileRowStatesFor(Oid relfilenode, ItemPointer tid)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	List	   *result = NIL;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowstate, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_TIDEQ,
+				ItemPointerGetDatum(tid));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		HeapTupleHeader h = tup->t_data;
+		TransactionId xmin = HeapTupleHeaderGetXmin(h);
+		ColfileRowState *rs;
+		Datum		values[Natts_rowstate];
+		bool		nulls[Natts_rowstate];
+
+		if (!TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdIsInProgress(xmin) &&
+			!TransactionIdDidCommit(xmin))
+			continue;			/* aborted */
+		if (tuple_removed(h))
+			continue;			/* removed */
+
+		heap_deform_tuple(tup, RelationGetDescr(meta), values, nulls);
+		rs = palloc0(sizeof(ColfileRowState));
+		rs->kind = DatumGetChar(values[2]);
+		if (!nulls[3])
+			rs->new_tid = *DatumGetItemPointer(values[3]);
+		else
+			ItemPointerSetInvalid(&rs->new_tid);
+		rs->xmin = xmin;
+		rs->cmin = TransactionIdIsCurrentTransactionId(xmin) ?
+			HeapTupleHeaderGetCmin(h) : InvalidCommandId;
+		rs->self = tup->t_self;
+		result = lappend(result, rs);
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return result;
+}
+
+/*
+ * Is the row deleted under an MVCC snapshot? (A deletion record visible
+ * to the snapshot deletes the row.)
+ */
+bool
+ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid, Snapshot snapshot)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	bool		deleted = false;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowstate, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_TIDEQ,
+				ItemPointerGetDatum(tid));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, snapshot, 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+
+		if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+		{
+			deleted = true;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return deleted;
+}
+
+typedef struct DeletedEntry
+{
+	ItemPointerData tid;
+} DeletedEntry;
+
+/* The set of rows deleted under an MVCC snapshot (for scans) */
+HTAB *
+ColfileDeletedSet(Oid relfilenode, Snapshot snapshot)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	HASHCTL		ctl;
+	HTAB	   *set;
+
+	ctl.keysize = sizeof(ItemPointerData);
+	ctl.entrysize = sizeof(DeletedEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	set = hash_create("colfile deleted rows", 256, &ctl,
+					  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowstate, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, snapshot, 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+
+		if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+		{
+			ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+
+			(void) hash_search(set, t, HASH_ENTER, NULL);
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return set;
+}
+
+/* Membership test for ColfileDeletedSet */
+bool
+ColfileDeletedSetContains(HTAB *set, ItemPointer tid)
+{
+	ItemPointerData key = *tid;
+
+	return hash_search(set, &key, HASH_FIND, NULL) != NULL;
+}

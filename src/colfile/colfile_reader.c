@@ -1,0 +1,222 @@
+/*-------------------------------------------------------------------------
+ * colfile_reader.c
+ *	  Reading rows: TID <-> (row group, position), visibility of a row under
+ *	  a snapshot (row group metadata tuple and row state records), loading
+ *	  row groups and decoding only the columns asked for.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "storage/procarray.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+
+/* TID of row pos of the row group starting at first_block */
+void
+ColfileTidFor(int64 first_block, int pos, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (first_block + pos / COLFILE_ROWS_PER_BLOCK),
+				   (OffsetNumber) (pos % COLFILE_ROWS_PER_BLOCK + 1));
+}
+
+/* Position of tid within the row group starting at first_block */
+int
+ColfilePosFor(int64 first_block, ItemPointer tid)
+{
+	return (int) (((int64) ItemPointerGetBlockNumberNoCheck(tid) - first_block) *
+				  COLFILE_ROWS_PER_BLOCK +
+				  ItemPointerGetOffsetNumberNoCheck(tid) - 1);
+}
+
+/* Make a row group ready for decoding in a child of parent */
+ColfileGroupCache *
+ColfileLoadGroup(Relation rel, ColfileRowGroup *rg, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "colfile row group",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ColfileGroupCache *gc = palloc0(sizeof(ColfileGroupCache));
+
+	gc->cxt = cxt;
+	gc->rg = *rg;
+	gc->rg.directory = (bytea *) palloc(VARSIZE(rg->directory));
+	memcpy(gc->rg.directory, rg->directory, VARSIZE(rg->directory));
+	gc->natts = RelationGetDescr(rel)->natts;
+	gc->cols = palloc0(sizeof(ColfileDecoded *) * Max(gc->natts, 1));
+	MemoryContextSwitchTo(old);
+	return gc;
+}
+
+/* Release a loaded row group */
+void
+ColfileFreeGroup(ColfileGroupCache *gc)
+{
+	if (gc)
+		MemoryContextDelete(gc->cxt);
+}
+
+/* Turn a set of needed attnums (1-based; NULL = all) into a column array */
+ColfileProj *
+ColfileMakeProj(Bitmapset *needed, int natts)
+{
+	ColfileProj *p;
+	int			x = -1;
+
+	if (needed == NULL)
+		return NULL;
+	p = palloc0(sizeof(ColfileProj));
+	p->cols = palloc(sizeof(int) * Max(natts, 1));
+	while ((x = bms_next_member(needed, x)) >= 0)
+		if (x >= 1 && x <= natts)
+			p->cols[p->ncols++] = x - 1;
+	return p;
+}
+
+/* Decode (once per group) and fetch one value */
+static inline void
+fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot)
+{
+	if (a >= gc->natts)
+	{
+		slot->tts_values[a] = (Datum) 0;
+		slot->tts_isnull[a] = true;
+		return;
+	}
+	if (gc->cols[a] == NULL)
+		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg,
+										 TupleDescAttr(RelationGetDescr(rel), a),
+										 a + 1, gc->cxt);
+	slot->tts_values[a] = gc->cols[a]->values[pos];
+	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
+}
+
+/*
+ * Store row pos of a loaded group into slot as a virtual tuple. Columns
+ * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
+ * once per slot.
+ */
+void
+ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
+				TupleTableSlot *slot, ColfileProj *proj)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+	int			a;
+
+	ExecClearTuple(slot);
+	if (proj == NULL)
+	{
+		for (a = 0; a < natts; a++)
+			fill_one(rel, gc, a, pos, slot);
+	}
+	else
+	{
+		int			i;
+
+		if (proj->primed != slot)
+		{
+			for (a = 0; a < natts; a++)
+			{
+				slot->tts_values[a] = (Datum) 0;
+				slot->tts_isnull[a] = true;
+			}
+			proj->primed = slot;
+		}
+		for (i = 0; i < proj->ncols; i++)
+			if (proj->cols[i] < natts)
+				fill_one(rel, gc, proj->cols[i], pos, slot);
+	}
+	ExecStoreVirtualTuple(slot);
+	ColfileTidFor(gc->rg.first_block, pos, &slot->tts_tid);
+	slot->tts_tableOid = RelationGetRelid(rel);
+}
+
+/*
+ * Is the row at tid visible under snapshot? Fills *rg with its row group.
+ * A dirty snapshot reports in-progress inserters and deleters in its
+ * xmin/xmax, as heap does.
+ */
+bool
+ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
+				  ColfileRowGroup *rg)
+{
+	Oid			relfilenode = rel->rd_node.relNode;
+	int			pos;
+
+	if (!ItemPointerIsValid(tid))
+		return false;
+	if (!ColfileFindRowGroup(relfilenode, ItemPointerGetBlockNumber(tid),
+							 snapshot, rg))
+		return false;
+	pos = ColfilePosFor(rg->first_block, tid);
+	if (pos < 0 || pos >= rg->nrows)
+		return false;
+
+	switch (snapshot->snapshot_type)
+	{
+		case SNAPSHOT_MVCC:
+		case SNAPSHOT_HISTORIC_MVCC:
+			return !ColfileRowDeletedFor(relfilenode, tid, snapshot);
+		case SNAPSHOT_ANY:
+			return true;
+		default:
+			{
+				List	   *states = ColfileRowStatesFor(relfilenode, tid);
+				ListCell   *lc;
+				bool		visible = true;
+
+				foreach(lc, states)
+				{
+					ColfileRowState *rs = lfirst(lc);
+
+					if (rs->kind == ROWSTATE_KILLED)
+						visible = false;
+					else if (rs->kind == ROWSTATE_DELETED || rs->kind == ROWSTATE_UPDATED)
+					{
+						if (snapshot->snapshot_type == SNAPSHOT_NON_VACUUMABLE)
+							continue;
+						if (TransactionIdIsCurrentTransactionId(rs->xmin))
+							visible = false;
+						else if (TransactionIdIsInProgress(rs->xmin))
+						{
+							if (snapshot->snapshot_type == SNAPSHOT_DIRTY)
+								snapshot->xmax = rs->xmin;
+						}
+						else
+							visible = false;	/* committed (aborted ones are left out) */
+					}
+				}
+				list_free_deep(states);
+				return visible;
+			}
+	}
+}
+
+/* Fetch the row at tid if visible under snapshot, decoding every column */
+bool
+ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
+				TupleTableSlot *slot)
+{
+	ColfileRowGroup rg;
+	ColfileGroupCache *gc;
+	MemoryContext cxt;
+
+	ColfileFlushAllForRead(RelationGetRelid(rel));
+	ColfileFlushForTid(RelationGetRelid(rel), tid);
+	if (!ColfileRowVisible(rel, tid, snapshot, &rg))
+		return false;
+	/*
+	 * The decoded values must outlive this call (the slot points at them):
+	 * keep them in the slot's memory context, reset with the slot's owner.
+	 */
+	cxt = slot->tts_mcxt;
+	gc = ColfileLoadGroup(rel, &rg, cxt);
+	ColfileFillSlot(rel, gc, ColfilePosFor(rg.first_block, tid), slot, NULL);
+	ExecMaterializeSlot(slot);
+	ColfileFreeGroup(gc);
+	return true;
+}

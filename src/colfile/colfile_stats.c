@@ -1,0 +1,327 @@
+/*-------------------------------------------------------------------------
+ * colfile_stats.c
+ *	  mvinc.colfile_stats, mvinc.colfile_column_stats and mvinc.colfile_check:
+ *	  what a colfile table holds, and whether its metadata, pages, row
+ *	  states and indexes agree (the colfile counterpart of amcheck).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "access/amapi.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_index.h"
+#include "access/htup_details.h"
+#include "executor/executor.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "storage/bufmgr.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+
+#include "colfile/colfile.h"
+
+PG_FUNCTION_INFO_V1(colfile_stats);
+PG_FUNCTION_INFO_V1(colfile_column_stats);
+PG_FUNCTION_INFO_V1(colfile_check);
+
+/* Open a relation argument, refusing anything but a colfile table */
+static Relation
+open_colfile(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || !ColfileIsColfileRel(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a colfile table", RelationGetRelationName(rel)),
+				 errhint("Pass a table created with USING colfile.")));
+	ColfileFlushAllForRead(relid);
+	return rel;
+}
+
+/* Count visible deletions and in-progress locks */
+static void
+count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *locked)
+{
+	HTAB	   *del = ColfileDeletedSet(rel->rd_node.relNode, snap);
+
+	*deleted = hash_get_num_entries(del);
+	*locked = 0;
+	hash_destroy(del);
+}
+
+Datum
+colfile_stats(PG_FUNCTION_ARGS)
+{
+	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	Snapshot	snap = GetActiveSnapshot();
+	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	ListCell   *lc;
+	TupleDesc	tupdesc;
+	Datum		values[9];
+	bool		nulls[9] = {0};
+	int64		rows = 0,
+				comp = 0,
+				raw = 0,
+				deleted,
+				locked;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	foreach(lc, groups)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+		int			natts,
+					a;
+
+		rows += rg->nrows;
+		ColfileDirChunk(rg->directory, 1, &natts);
+		for (a = 1; a <= natts; a++)
+		{
+			ColfileChunkDesc *c = ColfileDirChunk(rg->directory, a, NULL);
+
+			comp += c->stored_len;
+			raw += c->raw_len;
+		}
+	}
+	count_states(rel, snap, &deleted, &locked);
+	values[0] = Int64GetDatum(list_length(groups));
+	values[1] = Int64GetDatum(rows - deleted);
+	values[2] = Int64GetDatum(deleted);
+	values[3] = Int64GetDatum(locked);
+	values[4] = Int64GetDatum(0);	/* column files: part 2 */
+	values[5] = Int64GetDatum(0);	/* delete files: deletions are row states */
+	values[6] = Int64GetDatum(RelationGetNumberOfBlocks(rel));
+	values[7] = Int64GetDatum(comp);
+	values[8] = Int64GetDatum(raw);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+colfile_column_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, GetActiveSnapshot());
+	int			natts = desc->natts;
+	int64	   *comp = palloc0(sizeof(int64) * natts);
+	int64	   *raw = palloc0(sizeof(int64) * natts);
+	int64	   *nz = palloc0(sizeof(int64) * natts);
+	int64	   *nr = palloc0(sizeof(int64) * natts);
+	ListCell   *lc;
+	int			a;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, groups)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+
+		for (a = 0; a < natts; a++)
+		{
+			ColfileChunkDesc *c = ColfileDirChunk(rg->directory, a + 1, NULL);
+
+			if (c == NULL || (c->flags & CHUNK_ALL_NULL))
+				continue;
+			comp[a] += c->stored_len;
+			raw[a] += c->raw_len;
+			if (c->compression == CHUNK_ZSTD)
+				nz[a]++;
+			else
+				nr[a]++;
+		}
+	}
+	for (a = 0; a < natts; a++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {0};
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		values[0] = Int32GetDatum(a + 1);
+		values[1] = NameGetDatum(&att->attname);
+		values[2] = Int64GetDatum(comp[a]);
+		values[3] = Int64GetDatum(raw[a]);
+		values[4] = Int64GetDatum(nz[a]);
+		values[5] = Int64GetDatum(nr[a]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+/* Emit one problem row */
+static void
+problem(ReturnSetInfo *rsinfo, const char *what, char *detail)
+{
+	Datum		values[2];
+	bool		nulls[2] = {0};
+
+	values[0] = CStringGetTextDatum(what);
+	values[1] = CStringGetTextDatum(detail);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+Datum
+colfile_check(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	TupleDesc	desc = RelationGetDescr(rel);
+	Snapshot	snap = GetActiveSnapshot();
+	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	ListCell   *lc;
+	int64		next_tid_block,
+				next_byte;
+	int64		prev_end_block = -1;
+	int64		live = 0;
+	HTAB	   *deleted;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile check",
+											  ALLOCSET_DEFAULT_SIZES);
+	List	   *indexes;
+
+	InitMaterializedSRF(fcinfo, 0);
+	ColfileReadMeta(rel, &next_tid_block, &next_byte);
+	deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
+
+	foreach(lc, groups)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+		int			natts,
+					a,
+					pos;
+		int64		nblk = (rg->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
+
+		if (rg->nrows <= 0)
+			problem(rsinfo, "empty row group",
+					psprintf("row group %lld has %d rows", (long long) rg->first_block, rg->nrows));
+		if (rg->first_block < prev_end_block)
+			problem(rsinfo, "overlapping row groups",
+					psprintf("row group %lld starts before the previous one ends (%lld)",
+							 (long long) rg->first_block, (long long) prev_end_block));
+		prev_end_block = rg->first_block + nblk;
+		if (rg->first_block + nblk > next_tid_block)
+			problem(rsinfo, "row group beyond the TID allocator",
+					psprintf("row group %lld ends at block %lld, metapage says %lld",
+							 (long long) rg->first_block, (long long) (rg->first_block + nblk),
+							 (long long) next_tid_block));
+		if (rg->data_offset + rg->data_length > next_byte)
+			problem(rsinfo, "row group beyond the byte allocator",
+					psprintf("row group %lld ends at byte %lld, metapage says %lld",
+							 (long long) rg->first_block,
+							 (long long) (rg->data_offset + rg->data_length),
+							 (long long) next_byte));
+		ColfileDirChunk(rg->directory, 1, &natts);
+		if (natts > desc->natts)
+			problem(rsinfo, "row group has more columns than the table",
+					psprintf("row group %lld has %d columns, the table %d",
+							 (long long) rg->first_block, natts, desc->natts));
+		for (a = 1; a <= Min(natts, desc->natts); a++)
+		{
+			ColfileChunkDesc *c = ColfileDirChunk(rg->directory, a, NULL);
+			MemoryContext old;
+
+			if (c->flags & CHUNK_ALL_NULL)
+				continue;
+			if (c->offset + c->stored_len > (uint64) rg->data_length)
+			{
+				problem(rsinfo, "chunk outside its row group",
+						psprintf("row group %lld column %d", (long long) rg->first_block, a));
+				continue;
+			}
+			old = MemoryContextSwitchTo(cxt);
+			PG_TRY();
+			{
+				(void) ColfileDecodeChunk(rel, rg, TupleDescAttr(desc, a - 1), a, cxt);
+			}
+			PG_CATCH();
+			{
+				ErrorData  *e;
+
+				MemoryContextSwitchTo(cxt);
+				e = CopyErrorData();
+				FlushErrorState();
+				MemoryContextSwitchTo(old);
+				problem(rsinfo, "unreadable chunk",
+						psprintf("row group %lld column %d: %s",
+								 (long long) rg->first_block, a, e->message));
+			}
+			PG_END_TRY();
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(cxt);
+		}
+		for (pos = 0; pos < rg->nrows; pos++)
+		{
+			ItemPointerData tid;
+
+			ColfileTidFor(rg->first_block, pos, &tid);
+			if (!ColfileDeletedSetContains(deleted, &tid))
+				live++;
+		}
+	}
+
+	/* row states must name rows of existing row groups */
+	{
+		HASH_SEQ_STATUS st;
+		ItemPointer t;
+
+		hash_seq_init(&st, deleted);
+		while ((t = hash_seq_search(&st)) != NULL)
+		{
+			ColfileRowGroup rg;
+
+			if (!ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(t),
+									 SnapshotAny, &rg) ||
+				ColfilePosFor(rg.first_block, t) >= rg.nrows)
+				problem(rsinfo, "deletion of a row that does not exist",
+						psprintf("row (%u,%u)", ItemPointerGetBlockNumber(t),
+								 ItemPointerGetOffsetNumber(t)));
+		}
+	}
+
+	/* every index has exactly one entry per live row, pointing at a live row */
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		IndexScanDesc is;
+		int64		entries = 0;
+		ItemPointer t;
+
+		if (idx->rd_indam->amgettuple == NULL || !idx->rd_indam->amoptionalkey || !heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL) ||
+			!idx->rd_index->indisvalid)
+		{
+			index_close(idx, AccessShareLock);
+			continue;
+		}
+		is = index_beginscan(rel, idx, snap, 0, 0);
+		index_rescan(is, NULL, 0, NULL, 0);
+		while ((t = index_getnext_tid(is, ForwardScanDirection)) != NULL)
+		{
+			ColfileRowGroup rg;
+
+			if (ColfileRowVisible(rel, t, snap, &rg))
+				entries++;
+		}
+		index_endscan(is);
+		if (entries != live)
+			problem(rsinfo, "index does not match the table",
+					psprintf("index \"%s\" has %lld entries for live rows, the table %lld live rows",
+							 RelationGetRelationName(idx), (long long) entries, (long long) live));
+		index_close(idx, AccessShareLock);
+	}
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}

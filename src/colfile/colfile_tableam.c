@@ -1,0 +1,747 @@
+/*-------------------------------------------------------------------------
+ * colfile_tableam.c
+ *	  The colfile table access method handler: sequential and parallel
+ *	  scans, index fetches, inserts, storage set-up, size estimates and
+ *	  ANALYZE sampling. Modification, locking and maintenance callbacks live
+ *	  in colfile_modify.c and colfile_vacuum.c.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/heaptoast.h"
+#include "access/multixact.h"
+#include "storage/procarray.h"
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/storage.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+
+PG_FUNCTION_INFO_V1(colfile_handler);
+
+typedef struct ColfileParallelScanData
+{
+	ParallelTableScanDescData base;
+	pg_atomic_uint64 next_group;
+} ColfileParallelScanData;
+
+typedef struct ColfileScanDescData
+{
+	TableScanDescData base;
+	MemoryContext cxt;
+	bool		loaded;
+	ColfileRowGroup **groups;
+	int			ngroups;
+	int			gi;				/* current group index, -1 before first */
+	int			pos;
+	int			cur_gi;			/* group index of cur */
+	ColfileGroupCache *cur;
+	ColfileGroupCache *prev;
+	HTAB	   *deleted;		/* MVCC snapshots: deleted rows */
+	bool		check_each;		/* other snapshots: check rows one by one */
+	ColfileProj *proj;			/* NULL: every column */
+	/* ANALYZE */
+	int64		total_rows;
+	int64		sample_lo;
+	int64		sample_hi;
+	int64		sample_next;
+	int64	   *group_start;	/* cumulative row counts */
+	bool		own_snapshot;
+} ColfileScanDescData;
+
+typedef ColfileScanDescData *ColfileScanDesc;
+
+typedef struct ColfileIndexFetchData
+{
+	IndexFetchTableData base;
+	MemoryContext cxt;
+	ColfileGroupCache *cur;
+	ColfileGroupCache *prev;
+	ColfileProj *proj;			/* NULL: every column */
+} ColfileIndexFetchData;
+
+/* Remember which columns a scan must decode (NULL: all) */
+void
+ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+
+	s->proj = ColfileMakeProj(needed, RelationGetDescr(s->base.rs_rd)->natts);
+	MemoryContextSwitchTo(old);
+}
+
+/* Remember which columns an index fetch must decode (NULL: all) */
+void
+ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed)
+{
+	ColfileIndexFetchData *f = (ColfileIndexFetchData *) fetch;
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
+
+	if (needed == NULL)
+		needed = bms_make_singleton(0); /* no column, not "all" */
+	f->proj = ColfileMakeProj(needed, RelationGetDescr(f->base.rel)->natts);
+	MemoryContextSwitchTo(old);
+}
+
+static const TupleTableSlotOps *
+colfile_slot_callbacks(Relation rel)
+{
+	return &TTSOpsVirtual;
+}
+
+/* Read the row group list (and deletions) under the scan's snapshot */
+static void
+load_groups(ColfileScanDesc s)
+{
+	Relation	rel = s->base.rs_rd;
+	Snapshot	snap = s->base.rs_snapshot;
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+	List	   *l;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (snap == NULL)
+	{
+		snap = RegisterSnapshot(GetTransactionSnapshot());
+		s->base.rs_snapshot = snap;
+		s->own_snapshot = true;
+	}
+	l = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	s->ngroups = list_length(l);
+	s->groups = palloc(sizeof(ColfileRowGroup *) * Max(s->ngroups, 1));
+	s->group_start = palloc(sizeof(int64) * (s->ngroups + 1));
+	s->total_rows = 0;
+	foreach(lc, l)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+
+		/* SnapshotAny also returns groups of aborted transactions */
+		if (snap->snapshot_type == SNAPSHOT_ANY &&
+			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
+			!TransactionIdIsInProgress(rg->xmin) &&
+			!TransactionIdDidCommit(rg->xmin))
+			continue;
+		s->groups[i] = rg;
+		s->group_start[i] = s->total_rows;
+		s->total_rows += rg->nrows;
+		i++;
+	}
+	s->ngroups = i;
+	s->group_start[i] = s->total_rows;
+	if (snap->snapshot_type == SNAPSHOT_MVCC)
+		s->deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
+	else if (snap->snapshot_type != SNAPSHOT_ANY)
+		s->check_each = true;
+	s->loaded = true;
+	MemoryContextSwitchTo(old);
+}
+
+static TableScanDesc
+colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
+				   struct ScanKeyData *key, ParallelTableScanDesc pscan,
+				   uint32 flags)
+{
+	ColfileScanDesc s = palloc0(sizeof(ColfileScanDescData));
+
+	ColfileFlushAllForRead(RelationGetRelid(rel));
+	s->base.rs_rd = rel;
+	s->base.rs_snapshot = snapshot;
+	s->base.rs_nkeys = nkeys;
+	s->base.rs_flags = flags;
+	s->base.rs_parallel = pscan;
+	s->cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile scan",
+								   ALLOCSET_DEFAULT_SIZES);
+	s->gi = -1;
+	s->pos = -1;
+	if (pscan != NULL)
+		ColfileScanSetNeeded(&s->base, ColfileParallelNeeded(RelationGetRelid(rel)));
+	return (TableScanDesc) s;
+}
+
+static void
+colfile_scan_end(TableScanDesc scan)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+
+	if (s->own_snapshot)
+		UnregisterSnapshot(s->base.rs_snapshot);
+	if ((s->base.rs_flags & SO_TEMP_SNAPSHOT) && s->base.rs_snapshot)
+		UnregisterSnapshot(s->base.rs_snapshot);
+	MemoryContextDelete(s->cxt);
+	pfree(s);
+}
+
+static void
+colfile_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
+					bool set_params, bool allow_strat, bool allow_sync,
+					bool allow_pagemode)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+
+	s->gi = -1;
+	s->pos = -1;
+	s->cur_gi = -1;
+	ColfileFreeGroup(s->prev);
+	ColfileFreeGroup(s->cur);
+	s->prev = s->cur = NULL;
+}
+
+/* Move to group gi, keeping the previous one decoded one step longer */
+static void
+enter_group(ColfileScanDesc s, int gi)
+{
+	ColfileFreeGroup(s->prev);
+	s->prev = s->cur;
+	s->cur = ColfileLoadGroup(s->base.rs_rd, s->groups[gi], s->cxt);
+}
+
+/* Next group index for a forward scan (claimed from the shared counter in parallel) */
+static int
+next_group_index(ColfileScanDesc s)
+{
+	if (s->base.rs_parallel)
+	{
+		ColfileParallelScanData *p = (ColfileParallelScanData *) s->base.rs_parallel;
+
+		return (int) pg_atomic_fetch_add_u64(&p->next_group, 1);
+	}
+	return s->gi < 0 ? 0 : s->gi + 1;
+}
+
+/* Is the row at position pos of the current group visible? */
+static bool
+row_visible(ColfileScanDesc s, int pos)
+{
+	ItemPointerData tid;
+
+	ColfileTidFor(s->cur->rg.first_block, pos, &tid);
+	if (s->deleted)
+		return hash_get_num_entries(s->deleted) == 0 ||
+			!ColfileDeletedSetContains(s->deleted, &tid);
+	if (s->check_each)
+	{
+		ColfileRowGroup rg;
+
+		return ColfileRowVisible(s->base.rs_rd, &tid, s->base.rs_snapshot, &rg);
+	}
+	return true;
+}
+
+/* Make group gi the current decoded group */
+static void
+ensure_group(ColfileScanDesc s, int gi)
+{
+	if (s->cur == NULL || s->cur_gi != gi)
+	{
+		enter_group(s, gi);
+		s->cur_gi = gi;
+	}
+}
+
+/*
+ * Position (gi, pos) is the row returned last; gi == -1 is before the
+ * first group, gi == ngroups after the last.
+ */
+static bool
+colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
+						 TupleTableSlot *slot)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+
+	CHECK_FOR_INTERRUPTS();
+	if (!s->loaded)
+		load_groups(s);
+	if (ScanDirectionIsBackward(direction))
+	{
+		if (s->base.rs_parallel)
+			elog(ERROR, "backward parallel scans are not supported");
+		if (s->gi >= s->ngroups)
+		{
+			s->gi = s->ngroups - 1;
+			s->pos = INT_MAX;
+		}
+		for (;;)
+		{
+			if (s->gi < 0)
+			{
+				s->gi = -1;
+				ExecClearTuple(slot);
+				return false;
+			}
+			ensure_group(s, s->gi);
+			if (s->pos > s->cur->rg.nrows)
+				s->pos = s->cur->rg.nrows;
+			s->pos--;
+			if (s->pos < 0)
+			{
+				s->gi--;
+				s->pos = INT_MAX;
+				continue;
+			}
+			if (row_visible(s, s->pos))
+				break;
+		}
+	}
+	else
+	{
+		if (s->gi < 0)
+		{
+			s->gi = next_group_index(s);
+			s->pos = -1;
+		}
+		for (;;)
+		{
+			if (s->gi >= s->ngroups)
+			{
+				s->gi = s->ngroups;
+				ExecClearTuple(slot);
+				return false;
+			}
+			ensure_group(s, s->gi);
+			s->pos++;
+			if (s->pos >= s->cur->rg.nrows)
+			{
+				s->gi = next_group_index(s);
+				s->pos = -1;
+				continue;
+			}
+			if (row_visible(s, s->pos))
+				break;
+		}
+	}
+	ColfileFillSlot(s->base.rs_rd, s->cur, s->pos, slot, s->proj);
+	return true;
+}
+
+static Size
+colfile_parallelscan_estimate(Relation rel)
+{
+	return sizeof(ColfileParallelScanData);
+}
+
+static Size
+colfile_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan)
+{
+	ColfileParallelScanData *p = (ColfileParallelScanData *) pscan;
+
+	p->base.phs_relid = RelationGetRelid(rel);
+	p->base.phs_syncscan = false;
+	pg_atomic_init_u64(&p->next_group, 0);
+	return sizeof(ColfileParallelScanData);
+}
+
+static void
+colfile_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan)
+{
+	ColfileParallelScanData *p = (ColfileParallelScanData *) pscan;
+
+	pg_atomic_write_u64(&p->next_group, 0);
+}
+
+/* ---- index fetches ---- */
+
+static IndexFetchTableData *
+colfile_index_fetch_begin(Relation rel)
+{
+	ColfileIndexFetchData *f = palloc0(sizeof(ColfileIndexFetchData));
+
+	ColfileFlushAllForRead(RelationGetRelid(rel));
+	f->base.rel = rel;
+	f->cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index fetch",
+								   ALLOCSET_DEFAULT_SIZES);
+	return &f->base;
+}
+
+static void
+colfile_index_fetch_reset(IndexFetchTableData *scan)
+{
+}
+
+static void
+colfile_index_fetch_end(IndexFetchTableData *scan)
+{
+	ColfileIndexFetchData *f = (ColfileIndexFetchData *) scan;
+
+	MemoryContextDelete(f->cxt);
+	pfree(f);
+}
+
+static bool
+colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
+						  Snapshot snapshot, TupleTableSlot *slot,
+						  bool *call_again, bool *all_dead)
+{
+	ColfileIndexFetchData *f = (ColfileIndexFetchData *) scan;
+	Relation	rel = f->base.rel;
+	ColfileRowGroup rg;
+
+	*call_again = false;
+	if (all_dead)
+		*all_dead = false;
+	if (!ColfileRowVisible(rel, tid, snapshot, &rg))
+		return false;
+	if (f->cur == NULL || f->cur->rg.first_block != rg.first_block ||
+		f->cur->rg.seq != rg.seq)
+	{
+		if (f->prev && f->prev->rg.first_block == rg.first_block &&
+			f->prev->rg.seq == rg.seq)
+		{
+			ColfileGroupCache *t = f->cur;
+
+			f->cur = f->prev;
+			f->prev = t;
+		}
+		else
+		{
+			ColfileFreeGroup(f->prev);
+			f->prev = f->cur;
+			f->cur = ColfileLoadGroup(rel, &rg, f->cxt);
+		}
+	}
+	pfree(rg.directory);
+	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->proj);
+	return true;
+}
+
+/* ---- single rows ---- */
+
+static bool
+colfile_tuple_fetch_row_version(Relation rel, ItemPointer tid,
+								Snapshot snapshot, TupleTableSlot *slot)
+{
+	return ColfileFetchRow(rel, tid, snapshot, slot);
+}
+
+static bool
+colfile_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
+{
+	return ItemPointerIsValid(tid);
+}
+
+/* Follow committed updates to the newest version */
+static void
+colfile_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
+{
+	Relation	rel = scan->rs_rd;
+	int			guard = 0;
+
+	for (;;)
+	{
+		List	   *states = ColfileRowStatesFor(rel->rd_node.relNode, tid);
+		ListCell   *lc;
+		bool		moved = false;
+
+		foreach(lc, states)
+		{
+			ColfileRowState *rs = lfirst(lc);
+
+			if (rs->kind == ROWSTATE_UPDATED &&
+				(TransactionIdIsCurrentTransactionId(rs->xmin) ||
+				 (!TransactionIdIsInProgress(rs->xmin) && TransactionIdDidCommit(rs->xmin))))
+			{
+				*tid = rs->new_tid;
+				moved = true;
+				break;
+			}
+		}
+		list_free_deep(states);
+		if (!moved || ++guard > 1000000)
+			break;
+	}
+}
+
+static bool
+colfile_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
+								 Snapshot snapshot)
+{
+	ColfileRowGroup rg;
+
+	ColfileFlushForTid(RelationGetRelid(rel), &slot->tts_tid);
+	return ColfileRowVisible(rel, &slot->tts_tid, snapshot, &rg);
+}
+
+/* Index entries are removed by VACUUM's bulk delete, never opportunistically */
+static TransactionId
+colfile_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
+{
+	return InvalidTransactionId;
+}
+
+/* ---- inserts ---- */
+
+static void
+colfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+					 int options, struct BulkInsertStateData *bistate)
+{
+	ColfileBufferInsert(rel, slot, cid);
+	ColfileInsertCallDone(rel);
+}
+
+static void
+colfile_tuple_insert_speculative(Relation rel, TupleTableSlot *slot,
+								 CommandId cid, int options,
+								 struct BulkInsertStateData *bistate,
+								 uint32 specToken)
+{
+	ColfileBufferInsert(rel, slot, cid);
+	ColfileFlushRel(rel);
+}
+
+static void
+colfile_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
+								   uint32 specToken, bool succeeded)
+{
+	if (!succeeded)
+		colfile_kill_row(rel, &slot->tts_tid);
+}
+
+static void
+colfile_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
+					 CommandId cid, int options, struct BulkInsertStateData *bistate)
+{
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+		ColfileBufferInsert(rel, slots[i], cid);
+	ColfileInsertCallDone(rel);
+}
+
+static void
+colfile_finish_bulk_insert(Relation rel, int options)
+{
+	ColfileFlushRel(rel);
+}
+
+/* ---- storage ---- */
+
+static void
+colfile_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
+								  char persistence, TransactionId *freezeXid,
+								  MultiXactId *minmulti)
+{
+	SMgrRelation srel;
+
+	if (persistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("colfile tables must be permanent"),
+				 errdetail("Temporary and unlogged colfile tables are not supported: their metadata is kept in permanent heap tables."),
+				 errhint("Create the table without TEMPORARY or UNLOGGED, or with USING heap.")));
+
+	/* rows buffered for the old storage are written there first */
+	ColfileFlushRel(rel);
+
+	*freezeXid = InvalidTransactionId;	/* our pages hold no xids */
+	*minmulti = InvalidMultiXactId;
+
+	/* forget the old storage's metadata (transactionally) and any stale rows */
+	if (rel->rd_node.relNode != newrnode->relNode && OidIsValid(rel->rd_node.relNode))
+		ColfileDeleteAllMetadata(rel->rd_node.relNode);
+	ColfileDeleteAllMetadata(newrnode->relNode);
+
+	srel = RelationCreateStorage(*newrnode, persistence, true);
+	smgrclose(srel);
+}
+
+static void
+colfile_relation_nontransactional_truncate(Relation rel)
+{
+	ColfileDiscardRel(RelationGetRelid(rel));
+	ColfileDeleteAllMetadata(rel->rd_node.relNode);
+	RelationTruncate(rel, 0);
+}
+
+static void
+colfile_relation_copy_data(Relation rel, const RelFileNode *newrnode)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot move colfile table \"%s\" to another tablespace",
+					RelationGetRelationName(rel)),
+			 errdetail("ALTER TABLE ... SET TABLESPACE is not implemented for colfile tables."),
+			 errhint("Create a new colfile table in the target tablespace and copy the rows.")));
+}
+
+static bool
+colfile_relation_needs_toast_table(Relation rel)
+{
+	return false;				/* values are detoasted on write */
+}
+
+static Oid
+colfile_relation_toast_am(Relation rel)
+{
+	return HEAP_TABLE_AM_OID;
+}
+
+static void
+colfile_relation_estimate_size(Relation rel, int32 *attr_widths,
+							   BlockNumber *pages, double *tuples,
+							   double *allvisfrac)
+{
+	/* compressed columns: assume about three times heap's density */
+	table_block_relation_estimate_size(rel, attr_widths, pages, tuples,
+									   allvisfrac, 0,
+									   COLFILE_PAYLOAD_PER_PAGE * 3);
+	*allvisfrac = 0;
+}
+
+/* ---- ANALYZE: physical block b samples the b-th slice of all rows ---- */
+
+static bool
+colfile_scan_analyze_next_block(TableScanDesc scan, BlockNumber blockno,
+								BufferAccessStrategy bstrategy)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(s->base.rs_rd);
+
+	if (!s->loaded)
+		load_groups(s);
+	if (nblocks == 0)
+		return false;
+	s->sample_lo = (int64) ((double) s->total_rows * blockno / nblocks);
+	s->sample_hi = (int64) ((double) s->total_rows * (blockno + 1) / nblocks);
+	s->sample_next = s->sample_lo;
+	return s->sample_hi > s->sample_lo;
+}
+
+static bool
+colfile_scan_analyze_next_tuple(TableScanDesc scan, TransactionId OldestXmin,
+								double *liverows, double *deadrows,
+								TupleTableSlot *slot)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+
+	while (s->sample_next < s->sample_hi)
+	{
+		int64		row = s->sample_next++;
+		int			lo = 0,
+					hi = s->ngroups - 1;
+
+		/* binary search the group holding row */
+		while (lo < hi)
+		{
+			int			mid = (lo + hi + 1) / 2;
+
+			if (s->group_start[mid] <= row)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		ensure_group(s, lo);
+		if (!row_visible(s, (int) (row - s->group_start[lo])))
+		{
+			*deadrows += 1;
+			continue;
+		}
+		ColfileFillSlot(s->base.rs_rd, s->cur, (int) (row - s->group_start[lo]),
+						slot, NULL);
+		*liverows += 1;
+		return true;
+	}
+	return false;
+}
+
+/* ---- unsupported scan kinds ---- */
+
+static bool
+colfile_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("TABLESAMPLE is not supported on colfile tables"),
+			 errhint("Use ORDER BY random() LIMIT n instead.")));
+	return false;
+}
+
+static bool
+colfile_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
+							   TupleTableSlot *slot)
+{
+	return false;
+}
+
+static const TableAmRoutine colfile_methods = {
+	.type = T_TableAmRoutine,
+
+	.slot_callbacks = colfile_slot_callbacks,
+
+	.scan_begin = colfile_scan_begin,
+	.scan_end = colfile_scan_end,
+	.scan_rescan = colfile_scan_rescan,
+	.scan_getnextslot = colfile_scan_getnextslot,
+
+	.parallelscan_estimate = colfile_parallelscan_estimate,
+	.parallelscan_initialize = colfile_parallelscan_initialize,
+	.parallelscan_reinitialize = colfile_parallelscan_reinitialize,
+
+	.index_fetch_begin = colfile_index_fetch_begin,
+	.index_fetch_reset = colfile_index_fetch_reset,
+	.index_fetch_end = colfile_index_fetch_end,
+	.index_fetch_tuple = colfile_index_fetch_tuple,
+
+	.tuple_insert = colfile_tuple_insert,
+	.tuple_insert_speculative = colfile_tuple_insert_speculative,
+	.tuple_complete_speculative = colfile_tuple_complete_speculative,
+	.multi_insert = colfile_multi_insert,
+	.tuple_delete = colfile_tuple_delete,
+	.tuple_update = colfile_tuple_update,
+	.tuple_lock = colfile_tuple_lock,
+	.finish_bulk_insert = colfile_finish_bulk_insert,
+
+	.tuple_fetch_row_version = colfile_tuple_fetch_row_version,
+	.tuple_get_latest_tid = colfile_tuple_get_latest_tid,
+	.tuple_tid_valid = colfile_tuple_tid_valid,
+	.tuple_satisfies_snapshot = colfile_tuple_satisfies_snapshot,
+	.index_delete_tuples = colfile_index_delete_tuples,
+
+	.relation_set_new_filenode = colfile_relation_set_new_filenode,
+	.relation_nontransactional_truncate = colfile_relation_nontransactional_truncate,
+	.relation_copy_data = colfile_relation_copy_data,
+	.relation_copy_for_cluster = colfile_copy_for_cluster,
+	.relation_vacuum = colfile_relation_vacuum,
+	.scan_analyze_next_block = colfile_scan_analyze_next_block,
+	.scan_analyze_next_tuple = colfile_scan_analyze_next_tuple,
+	.index_build_range_scan = colfile_index_build_range_scan,
+	.index_validate_scan = colfile_index_validate_scan,
+
+	.relation_size = table_block_relation_size,
+	.relation_needs_toast_table = colfile_relation_needs_toast_table,
+	.relation_toast_am = colfile_relation_toast_am,
+	.relation_fetch_toast_slice = heap_fetch_toast_slice,
+
+	.relation_estimate_size = colfile_relation_estimate_size,
+
+	/* no bitmap scans: the planner then never chooses them */
+	.scan_bitmap_next_block = NULL,
+	.scan_bitmap_next_tuple = NULL,
+	.scan_sample_next_block = colfile_scan_sample_next_block,
+	.scan_sample_next_tuple = colfile_scan_sample_next_tuple
+};
+
+/* Is rel a colfile table? */
+bool
+ColfileIsColfileRel(Relation rel)
+{
+	return rel->rd_tableam == &colfile_methods;
+}
+
+Datum
+colfile_handler(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(&colfile_methods);
+}

@@ -1,0 +1,484 @@
+/*-------------------------------------------------------------------------
+ * colfile_vacuum.c
+ *	  Maintenance: index builds, VACUUM (index cleanup, dropping fully
+ *	  deleted row groups, lock record pruning, statistics) and the rewrite
+ *	  behind VACUUM FULL and CLUSTER.
+ *
+ * A row whose deletion committed before every running snapshot
+ * (xmin < OldestXmin) is dead to everybody: VACUUM removes its index
+ * entries, and a row group whose rows are all dead loses its metadata (its
+ * bytes stay until VACUUM FULL rewrites the table). Index entries pointing
+ * at TIDs that belong to no row group (aborted inserts) are dead as well.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/multixact.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "utils/fmgroids.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "commands/progress.h"
+#include "commands/vacuum.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/procarray.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+
+/* Status of a row for maintenance, from the row state records */
+typedef enum RowFate
+{
+	ROW_LIVE,					/* not deleted, or deletion in progress */
+	ROW_RECENTLY_DEAD,			/* deletion committed, some snapshot may see the row */
+	ROW_DEAD					/* dead to everybody */
+} RowFate;
+
+typedef struct FateEntry
+{
+	ItemPointerData tid;
+	RowFate		fate;
+} FateEntry;
+
+/* Build the fate of every deleted row of a relfilenode */
+static HTAB *
+build_fates(Oid relfilenode, TransactionId oldest_xmin)
+{
+	HASHCTL		ctl;
+	HTAB	   *fates;
+	List	   *groups = ColfileListRowGroups(relfilenode, SnapshotAny);
+	ListCell   *lc;
+
+	ctl.keysize = sizeof(ItemPointerData);
+	ctl.entrysize = sizeof(FateEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	fates = hash_create("colfile row fates", 1024, &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	(void) groups;
+	(void) lc;
+	{
+		ColfileMetaRels ids;
+		Relation	meta;
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ColfileMetaRelIds(&ids);
+		meta = table_open(ids.rowstate, AccessShareLock);
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+			ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+			RowFate		fate;
+			FateEntry  *e;
+			bool		found;
+
+			if (kind != ROWSTATE_DELETED && kind != ROWSTATE_UPDATED &&
+				kind != ROWSTATE_KILLED)
+				continue;
+			if (TransactionIdIsCurrentTransactionId(xmin))
+				fate = kind == ROWSTATE_KILLED ? ROW_DEAD : ROW_RECENTLY_DEAD;
+			else if (TransactionIdIsInProgress(xmin))
+				fate = kind == ROWSTATE_KILLED ? ROW_DEAD : ROW_LIVE;
+			else if (TransactionIdDidCommit(xmin))
+				fate = (kind == ROWSTATE_KILLED ||
+						TransactionIdPrecedes(xmin, oldest_xmin)) ? ROW_DEAD : ROW_RECENTLY_DEAD;
+			else
+				continue;		/* aborted */
+			e = hash_search(fates, t, HASH_ENTER, &found);
+			if (!found || fate > e->fate)
+				e->fate = fate;
+		}
+		systable_endscan(scan);
+		table_close(meta, AccessShareLock);
+	}
+	return fates;
+}
+
+static RowFate
+fate_of(HTAB *fates, ItemPointer tid)
+{
+	ItemPointerData key = *tid;
+	FateEntry  *e = hash_search(fates, &key, HASH_FIND, NULL);
+
+	return e ? e->fate : ROW_LIVE;
+}
+
+/* Non-aborted row groups (any snapshot), as an array sorted by first_block */
+static ColfileRowGroup **
+live_groups(Oid relfilenode, int *n)
+{
+	List	   *l = ColfileListRowGroups(relfilenode, SnapshotAny);
+	ColfileRowGroup **arr = palloc(sizeof(ColfileRowGroup *) * (list_length(l) + 1));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, l)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+
+		if (!TransactionIdIsCurrentTransactionId(rg->xmin) &&
+			!TransactionIdIsInProgress(rg->xmin) &&
+			!TransactionIdDidCommit(rg->xmin))
+			continue;
+		arr[i++] = rg;
+	}
+	*n = i;
+	return arr;
+}
+
+/* Which columns does an index need (NULL: all)? */
+static Bitmapset *
+index_columns(IndexInfo *ii)
+{
+	Bitmapset  *needed = NULL;
+	Bitmapset  *vars = NULL;
+	int			i;
+	int			x;
+
+	for (i = 0; i < ii->ii_NumIndexAttrs; i++)
+		if (ii->ii_IndexAttrNumbers[i] > 0)
+			needed = bms_add_member(needed, ii->ii_IndexAttrNumbers[i]);
+		else if (ii->ii_IndexAttrNumbers[i] < 0)
+			return NULL;
+	pull_varattnos((Node *) ii->ii_Expressions, 1, &vars);
+	pull_varattnos((Node *) ii->ii_Predicate, 1, &vars);
+	x = -1;
+	while ((x = bms_next_member(vars, x)) >= 0)
+	{
+		int			attno = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno == 0)
+			return NULL;		/* whole-row reference */
+		if (attno > 0)
+			needed = bms_add_member(needed, attno);
+	}
+	if (needed == NULL)
+		needed = bms_make_singleton(0);
+	return needed;
+}
+
+/* Feed every row that may be visible to someone into an index build */
+double
+colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
+							   IndexInfo *index_info, bool allow_sync,
+							   bool anyvisible, bool progress,
+							   BlockNumber start_blockno, BlockNumber numblocks,
+							   IndexBuildCallback callback, void *callback_state,
+							   TableScanDesc scan)
+{
+	EState	   *estate;
+	ExprContext *econtext;
+	TupleTableSlot *slot;
+	ExprState  *predicate;
+	TransactionId oldest_xmin;
+	HTAB	   *fates;
+	ColfileRowGroup **groups;
+	int			ngroups;
+	int			g;
+	double		reltuples = 0;
+	ColfileProj *proj;
+	MemoryContext cxt;
+
+	if (index_info->ii_Concurrent)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
+						RelationGetRelationName(table_rel)),
+				 errhint("Use CREATE INDEX without CONCURRENTLY.")));
+	if (scan != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel index builds are not supported on colfile tables"),
+				 errhint("Set max_parallel_maintenance_workers to 0.")));
+
+	ColfileFlushAllForRead(RelationGetRelid(table_rel));
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
+	slot = table_slot_create(table_rel, NULL);
+	econtext->ecxt_scantuple = slot;
+	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
+	oldest_xmin = GetOldestNonRemovableTransactionId(table_rel);
+	fates = build_fates(table_rel->rd_node.relNode, oldest_xmin);
+	groups = live_groups(table_rel->rd_node.relNode, &ngroups);
+	proj = ColfileMakeProj(index_columns(index_info), RelationGetDescr(table_rel)->natts);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index build",
+								ALLOCSET_DEFAULT_SIZES);
+
+	for (g = 0; g < ngroups; g++)
+	{
+		ColfileGroupCache *gc = ColfileLoadGroup(table_rel, groups[g], cxt);
+		int			pos;
+
+		for (pos = 0; pos < gc->rg.nrows; pos++)
+		{
+			ItemPointerData tid;
+			RowFate		fate;
+			Datum		values[INDEX_MAX_KEYS];
+			bool		isnull[INDEX_MAX_KEYS];
+
+			CHECK_FOR_INTERRUPTS();
+			ColfileTidFor(gc->rg.first_block, pos, &tid);
+			fate = fate_of(fates, &tid);
+			if (fate == ROW_DEAD)
+				continue;
+			if (anyvisible && fate != ROW_LIVE)
+				continue;
+			ColfileFillSlot(table_rel, gc, pos, slot, proj);
+			MemoryContextReset(econtext->ecxt_per_tuple_memory);
+			if (predicate != NULL && !ExecQual(predicate, econtext))
+				continue;
+			FormIndexDatum(index_info, slot, estate, values, isnull);
+			callback(index_rel, &tid, values, isnull, fate == ROW_LIVE,
+					 callback_state);
+			if (fate == ROW_LIVE)
+				reltuples += 1;
+		}
+		ExecClearTuple(slot);
+		ColfileFreeGroup(gc);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	MemoryContextDelete(cxt);
+	index_info->ii_ExpressionsState = NIL;
+	index_info->ii_PredicateState = NULL;
+	return reltuples;
+}
+
+void
+colfile_index_validate_scan(Relation table_rel, Relation index_rel,
+							IndexInfo *index_info, Snapshot snapshot,
+							ValidateIndexState *state)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
+					RelationGetRelationName(table_rel)),
+			 errhint("Use CREATE INDEX without CONCURRENTLY.")));
+}
+
+typedef struct VacState
+{
+	ColfileRowGroup **groups;
+	int			ngroups;
+	HTAB	   *fates;
+	int64		removed;
+} VacState;
+
+/* Is this index entry's row dead to everybody? */
+static bool
+dead_tid_callback(ItemPointer tid, void *arg)
+{
+	VacState   *vs = (VacState *) arg;
+	int64		blk = ItemPointerGetBlockNumber(tid);
+	int			lo = 0,
+				hi = vs->ngroups - 1;
+	ColfileRowGroup *rg;
+	int			pos;
+
+	if (vs->ngroups == 0)
+		return true;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi + 1) / 2;
+
+		if (vs->groups[mid]->first_block <= blk)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	rg = vs->groups[lo];
+	if (rg->first_block > blk)
+		return true;
+	pos = ColfilePosFor(rg->first_block, tid);
+	if (pos < 0 || pos >= rg->nrows)
+		return true;
+	if (fate_of(vs->fates, tid) == ROW_DEAD)
+	{
+		vs->removed++;
+		return true;
+	}
+	return false;
+}
+
+/* VACUUM: clean indexes, drop dead row groups, prune locks, update stats */
+void
+colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
+						BufferAccessStrategy bstrategy)
+{
+	Oid			relfilenode = rel->rd_node.relNode;
+	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+	VacState	vs;
+	Relation   *indrels;
+	int			nindexes;
+	int			i;
+	int			g;
+	double		live = 0,
+				dead = 0;
+	BlockNumber nblocks;
+
+	ColfileFlushAllForRead(RelationGetRelid(rel));
+	memset(&vs, 0, sizeof(vs));
+	vs.fates = build_fates(relfilenode, oldest_xmin);
+	vs.groups = live_groups(relfilenode, &vs.ngroups);
+
+	/* index cleanup */
+	vac_open_indexes(rel, RowExclusiveLock, &nindexes, &indrels);
+	for (i = 0; i < nindexes; i++)
+	{
+		IndexVacuumInfo ivinfo;
+		IndexBulkDeleteResult *stats;
+
+		memset(&ivinfo, 0, sizeof(ivinfo));
+		ivinfo.index = indrels[i];
+		ivinfo.analyze_only = false;
+		ivinfo.report_progress = false;
+		ivinfo.estimated_count = true;
+		ivinfo.message_level = DEBUG2;
+		ivinfo.num_heap_tuples = rel->rd_rel->reltuples;
+		ivinfo.strategy = bstrategy;
+		stats = index_bulk_delete(&ivinfo, NULL, dead_tid_callback, &vs);
+		stats = index_vacuum_cleanup(&ivinfo, stats);
+		if (stats)
+		{
+			if (!stats->estimated_count)
+				vac_update_relstats(indrels[i], stats->num_pages, stats->num_index_tuples,
+									0, false, InvalidTransactionId,
+									InvalidMultiXactId, NULL, NULL, false);
+			pfree(stats);
+		}
+	}
+	vac_close_indexes(nindexes, indrels, NoLock);
+
+	/* dead row groups and live/dead counts */
+	for (g = 0; g < vs.ngroups; g++)
+	{
+		ColfileRowGroup *rg = vs.groups[g];
+		int			pos;
+		int			ndead = 0;
+
+		for (pos = 0; pos < rg->nrows; pos++)
+		{
+			ItemPointerData tid;
+			RowFate		f;
+
+			ColfileTidFor(rg->first_block, pos, &tid);
+			f = fate_of(vs.fates, &tid);
+			if (f == ROW_DEAD)
+				ndead++;
+			else if (f == ROW_RECENTLY_DEAD)
+				dead++;
+			else
+				live++;
+		}
+		if (ndead == rg->nrows && TransactionIdDidCommit(rg->xmin))
+			ColfileDeleteRowGroupMeta(relfilenode, rg->first_block, rg->nrows);
+		else
+			dead += ndead;
+	}
+	(void) ColfilePruneRowStates(relfilenode);
+
+	nblocks = RelationGetNumberOfBlocks(rel);
+	vac_update_relstats(rel, nblocks, live, 0, nindexes > 0,
+						InvalidTransactionId, InvalidMultiXactId,
+						NULL, NULL, false);
+	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
+						 live, dead);
+}
+
+/* VACUUM FULL and CLUSTER: copy the live rows into the new storage */
+void
+colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
+						 Relation OldIndex, bool use_sort,
+						 TransactionId OldestXmin,
+						 TransactionId *xid_cutoff,
+						 MultiXactId *multi_cutoff,
+						 double *num_tuples,
+						 double *tups_vacuumed,
+						 double *tups_recently_dead)
+{
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	TupleTableSlot *slot = table_slot_create(OldTable, NULL);
+	TupleTableSlot *newslot = table_slot_create(NewTable, NULL);
+	CommandId	cid = GetCurrentCommandId(true);
+	TupleDesc	olddesc = RelationGetDescr(OldTable);
+	TupleDesc	newdesc = RelationGetDescr(NewTable);
+	int			natts = newdesc->natts;
+
+	*num_tuples = 0;
+	*tups_vacuumed = 0;
+	*tups_recently_dead = 0;
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+
+	ColfileFlushAllForRead(RelationGetRelid(OldTable));
+	if (OldIndex != NULL)
+	{
+		IndexScanDesc is = index_beginscan(OldTable, OldIndex, snap, 0, 0);
+
+		index_rescan(is, NULL, 0, NULL, 0);
+		while (index_getnext_slot(is, ForwardScanDirection, slot))
+		{
+			int			a;
+
+			CHECK_FOR_INTERRUPTS();
+			slot_getallattrs(slot);
+			ExecClearTuple(newslot);
+			for (a = 0; a < natts; a++)
+			{
+				newslot->tts_values[a] = a < olddesc->natts ? slot->tts_values[a] : 0;
+				newslot->tts_isnull[a] = a < olddesc->natts ? slot->tts_isnull[a] : true;
+				if (TupleDescAttr(newdesc, a)->attisdropped)
+					newslot->tts_isnull[a] = true;
+			}
+			ExecStoreVirtualTuple(newslot);
+			ColfileBufferInsert(NewTable, newslot, cid);
+			*num_tuples += 1;
+		}
+		index_endscan(is);
+	}
+	else
+	{
+		TableScanDesc ts = table_beginscan(OldTable, snap, 0, NULL);
+
+		while (table_scan_getnextslot(ts, ForwardScanDirection, slot))
+		{
+			int			a;
+
+			CHECK_FOR_INTERRUPTS();
+			slot_getallattrs(slot);
+			ExecClearTuple(newslot);
+			for (a = 0; a < natts; a++)
+			{
+				newslot->tts_values[a] = a < olddesc->natts ? slot->tts_values[a] : 0;
+				newslot->tts_isnull[a] = a < olddesc->natts ? slot->tts_isnull[a] : true;
+				if (TupleDescAttr(newdesc, a)->attisdropped)
+					newslot->tts_isnull[a] = true;
+			}
+			ExecStoreVirtualTuple(newslot);
+			ColfileBufferInsert(NewTable, newslot, cid);
+			*num_tuples += 1;
+		}
+		table_endscan(ts);
+	}
+	ColfileFlushRel(NewTable);
+	ExecDropSingleTupleTableSlot(slot);
+	ExecDropSingleTupleTableSlot(newslot);
+	UnregisterSnapshot(snap);
+}

@@ -1,0 +1,127 @@
+# colfile crash safety: immediate stops during COPY, during a large UPDATE
+# and with open transactions; after each restart colfile_check is clean,
+# every committed row is there (compared with a heap twin written in the
+# same transactions) and nothing uncommitted is.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $node = PostgreSQL::Test::Cluster->new('colfile_crash');
+$node->init(allows_streaming => 'logical', extra => ['--data-checksums']);
+$node->append_conf('postgresql.conf', qq(
+shared_preload_libraries = 'mvinc'
+max_replication_slots = 20
+max_worker_processes = 32
+mvinc.colfile_rows_per_group = 1000
+));
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION mvinc;
+CREATE TABLE t (id int PRIMARY KEY, a int, b text) USING colfile;
+CREATE TABLE ref (id int PRIMARY KEY, a int, b text);
+BEGIN;
+INSERT INTO t SELECT g, g % 97, md5(g::text) FROM generate_series(1, 20000) g;
+INSERT INTO ref SELECT * FROM t;
+COMMIT;
+BEGIN;
+DELETE FROM t WHERE id % 13 = 0;
+DELETE FROM ref WHERE id % 13 = 0;
+UPDATE t SET a = -a WHERE id % 17 = 0;
+UPDATE ref SET a = -a WHERE id % 17 = 0;
+COMMIT;
+});
+
+# Start sql in the background and crash the server once it has run a while.
+sub crash_during
+{
+	my ($sql, $what) = @_;
+	my ($in, $out, $err) = ('', '', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c', $sql ],
+		\$in, \$out, \$err);
+	# wait until the statement has been running for a second
+	$node->poll_query_until('postgres',
+		qq{SELECT count(*) > 0 FROM pg_stat_activity
+		   WHERE state = 'active' AND query LIKE '%mvinc_crash_marker%'
+		     AND now() - query_start > interval '1 second'})
+	  or die "statement did not start: $err";
+	$node->stop('immediate');
+	$h->finish;
+	$node->start;
+	pass("crashed during $what and restarted");
+}
+
+# Compare t with ref and run colfile_check.
+sub verify
+{
+	my ($what) = @_;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM mvinc.colfile_check(\'t\')'),
+		'0', "colfile_check clean after $what");
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE ref)
+		                      UNION ALL (TABLE ref EXCEPT ALL TABLE t)) x}),
+		'0', "committed rows intact after $what");
+	is($node->safe_psql('postgres', q{
+		SET enable_seqscan = off;
+		SELECT count(*) FROM ref r WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.id = r.id AND t.a = r.a)}),
+		'0', "index lookups find every committed row after $what");
+}
+
+verify('setup');
+
+crash_during(q{/* mvinc_crash_marker */ COPY t (id, a, b) FROM PROGRAM 'seq 100001 5000000 | sed "s/$/\t1\tcopy/"'},
+	'COPY');
+verify('a crash during COPY');
+
+crash_during(q{/* mvinc_crash_marker */ UPDATE t SET a = a + 1, b = b || 'x' FROM generate_series(1, 200) s WHERE s = 1 AND pg_sleep(0.0001) IS NOT NULL},
+	'a large UPDATE');
+verify('a crash during a large UPDATE');
+
+# open transactions: one with uncommitted changes, one prepared-free mix
+my ($in, $out, $err) = ('', '', '');
+my $open = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres') ], \$in, \$out, \$err);
+$in .= q{
+BEGIN;
+INSERT INTO t SELECT g, 0, 'open' FROM generate_series(900001, 905000) g;
+UPDATE t SET b = 'open update' WHERE id < 1000;
+DELETE FROM t WHERE id BETWEEN 2000 AND 3000;
+SELECT 'open transaction ready';
+};
+$open->pump until $out =~ /open transaction ready/;
+# a committed transaction at the same time
+$node->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO t SELECT g, 5, 'committed' FROM generate_series(800001, 801500) g;
+INSERT INTO ref SELECT g, 5, 'committed' FROM generate_series(800001, 801500) g;
+DELETE FROM t WHERE id BETWEEN 5000 AND 5100;
+DELETE FROM ref WHERE id BETWEEN 5000 AND 5100;
+COMMIT;
+});
+$node->stop('immediate');
+$open->kill_kill;
+$node->start;
+verify('a crash with open transactions');
+
+# the table keeps working after recovery
+$node->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO t SELECT g, 7, 'after' FROM generate_series(700001, 703000) g;
+INSERT INTO ref SELECT g, 7, 'after' FROM generate_series(700001, 703000) g;
+UPDATE t SET a = a + 1 WHERE id % 11 = 0;
+UPDATE ref SET a = a + 1 WHERE id % 11 = 0;
+COMMIT;
+VACUUM t;
+});
+verify('writes after recovery');
+$node->stop('immediate');
+$node->start;
+verify('a crash after VACUUM');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE b = \'open\''), '0',
+	'no uncommitted row survived');
+
+$node->stop;
+done_testing();
