@@ -107,37 +107,14 @@ MvWaitForCapture(XLogRecPtr lsn)
 
 /*
  * Like MvWaitForCapture, but returns false instead of raising an error
- * (a read falls back to the live path then).
+ * (a read falls back to the live path then); no subtransaction, no write.
  */
 bool
 MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	bool		ok = true;
-
-	if (!MvCaptureAvailable())
-		return false;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		(void) MvincWaitForCapture(lsn, timeout_ms);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ok = false;
-	}
-	PG_END_TRY();
-	return ok;
+	if (MvincCapturedLsn() >= lsn)
+		return true;
+	return MvincTryWaitForCapture(lsn, timeout_ms);
 }
 
 /* Tell retention which change-log rows the view still needs */
