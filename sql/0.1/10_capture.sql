@@ -41,7 +41,7 @@ CREATE FUNCTION mvinc.untrack(rel regclass) RETURNS void
 CREATE FUNCTION mvinc.wait_for_capture(lsn pg_lsn DEFAULT pg_catalog.pg_current_wal_insert_lsn(),
                                        timeout interval DEFAULT '10 s')
     RETURNS pg_lsn
-    LANGUAGE c STRICT
+    LANGUAGE c STRICT PARALLEL RESTRICTED  -- the leader may wait; workers may not
     AS 'MODULE_PATHNAME', 'mvinc_wait_for_capture';
 
 CREATE FUNCTION mvinc._capture_status(

@@ -35,7 +35,9 @@ CREATE TABLE mvinc.mv_column (
     aggregate     regprocedure,             -- role 'aggregate'
     type          text NOT NULL,
     expression    text,
-    PRIMARY KEY (view, physical_name)
+    -- a physical column may make several view columns (count(*) is the
+    -- hidden count; sum and avg of one argument share one state)
+    UNIQUE NULLS NOT DISTINCT (view, physical_name, view_attnum)
 );
 
 SELECT pg_catalog.pg_extension_config_dump('mvinc.mv_view', '');
@@ -72,6 +74,8 @@ CREATE VIEW mvinc.views AS
            mvinc._storage_rows(v.view) AS storage_rows,
            v.populated
       FROM mvinc.mv_view v;
+-- like pg_matviews: everyone may list the views
+GRANT SELECT ON mvinc.views TO PUBLIC;
 
 -- DROP of a view (or of its source with CASCADE): forget its catalog rows
 -- and its capture consumer.  Storage goes with the view (internal dependency).

@@ -24,6 +24,8 @@ extern Oid	MvincTrack(Oid relid, bool full_old_rows);
 extern void MvincUntrack(Oid relid);
 extern Oid	MvincChangeLogRelid(Oid relid);
 extern XLogRecPtr MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms);
+extern bool MvincTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);
+extern XLogRecPtr MvincCapturedLsn(void);
 extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn);
 extern void MvincDropConsumer(Oid relid, const char *consumer);
 extern XLogRecPtr MvincRetainedFrom(Oid relid);
@@ -56,6 +58,7 @@ typedef struct CaptureWorkerSlot
 	XLogRecPtr	captured_lsn;	/* every commit ending <= this is applied */
 	XLogRecPtr	confirmed_lsn;	/* slot's confirmed_flush as we set it */
 	int			failures;		/* consecutive failed runs (for backoff) */
+	uint64		hold_requests;	/* MvincHoldHorizonFor calls (capture_horizon.c) */
 	bool		db_dropped;		/* DROP DATABASE stopped it: never restart */
 	TimestampTz last_error_time;
 	char		last_error[MVINC_ERRMSG_LEN];
@@ -93,6 +96,7 @@ extern void MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applie
 extern XLogRecPtr MvincWriterReadProgress(void);
 
 /* capture_worker.c */
+extern CaptureWorkerSlot *MyCaptureSlot;
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 extern PGDLLEXPORT void MvincLauncherMain(Datum arg);
 extern PGDLLEXPORT void MvincWorkerMain(Datum arg);
@@ -109,6 +113,11 @@ extern void MvincSyncChangeLog(Oid relid);
 extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);
 extern void MvincForgetDroppedSource(Oid relid);
 extern void MvincDropTracking(Oid relid, Oid logid);
+
+/* capture_horizon.c */
+extern void MvincHoldHorizonFor(Oid relid);
+extern void MvincHorizonAdvance(bool start);
+extern void MvincHorizonRecheck(void);
 
 /* capture_retention.c */
 extern void MvincRetentionPass(void);

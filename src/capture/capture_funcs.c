@@ -9,6 +9,7 @@
 
 #include "access/htup_details.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -43,30 +44,66 @@ mvinc_untrack(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * Wait until every transaction that committed at or before lsn is in the
- * change logs; returns the captured position.  Errors after timeout_ms.
- */
+/* This database's captured position (InvalidXLogRecPtr until the slot is ready) */
 XLogRecPtr
-MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms)
+MvincCapturedLsn(void)
 {
-	TimestampTz start = GetCurrentTimestamp();
-	XLogRecPtr	insert = GetXLogInsertRecPtr();
+	CaptureWorkerSlot *s;
 	XLogRecPtr	captured = InvalidXLogRecPtr;
-	char		err[MVINC_ERRMSG_LEN] = "";
 
 	if (MvincCaptureShared == NULL)
-		MvincCheckServerSetup();
+		return InvalidXLogRecPtr;
+	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+	s = MvincCaptureSlotFor(MyDatabaseId, false);
+	if (s != NULL && s->slot_ready)
+		captured = s->captured_lsn;
+	LWLockRelease(MvincCaptureShared->lock);
+	return captured;
+}
 
-	/* The worker reads only flushed WAL */
-	XLogFlush(Min(lsn, insert));
+/*
+ * p moved back over a page header that it points just after: no record
+ * ends there (records end at the page boundary), XLogFlush cannot reach it,
+ * and pg_current_wal_insert_lsn(), the default wait position, can be there.
+ */
+static XLogRecPtr
+record_end_floor(XLogRecPtr p)
+{
+	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
+		p -= SizeOfXLogLongPHD;
+	else if (p % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		p -= SizeOfXLogShortPHD;
+	return p;
+}
+
+/*
+ * The wait shared by MvincWaitForCapture and MvincTryWaitForCapture: sleep
+ * on the progress condition variable until this database's captured
+ * position reaches lsn, timeout_ms passes, or (with stop_if_not_running)
+ * no worker runs.  Returns the captured position; *running and err (the
+ * worker's last error) describe why it fell short.  Raises no error of its
+ * own, writes nothing and starts no (sub)transaction, so it may run in
+ * parallel mode; only a query cancel interrupts it.
+ */
+static XLogRecPtr
+wait_for_captured(XLogRecPtr lsn, int timeout_ms, bool stop_if_not_running,
+				  bool *running, char *err)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	XLogRecPtr	captured = InvalidXLogRecPtr;
+
+	*running = false;
+	err[0] = '\0';
+	lsn = record_end_floor(lsn);
+
+	/* The worker reads only flushed WAL (a flush is not a data write) */
+	XLogFlush(record_end_floor(Min(lsn, GetXLogInsertRecPtr())));
 	MvincWakeWorker(MyDatabaseId);
 
 	ConditionVariablePrepareToSleep(&MvincCaptureShared->progress_cv);
 	for (;;)
 	{
 		CaptureWorkerSlot *s;
-		bool		running = false;
 		long		left;
 
 		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
@@ -74,33 +111,73 @@ MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 		if (s != NULL)
 		{
 			captured = s->slot_ready ? s->captured_lsn : InvalidXLogRecPtr;
-			running = s->pid != 0;
-			strlcpy(err, s->last_error, sizeof(err));
+			*running = s->pid != 0;
+			strlcpy(err, s->last_error, MVINC_ERRMSG_LEN);
 		}
 		LWLockRelease(MvincCaptureShared->lock);
 		if (captured >= lsn)
 			break;
+		if (stop_if_not_running && !*running)
+			break;
 
 		left = timeout_ms - (long) ((GetCurrentTimestamp() - start) / 1000);
 		if (left <= 0)
-		{
-			ConditionVariableCancelSleep();
-			ereport(ERROR,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("timed out waiting for change capture to reach %X/%X",
-							LSN_FORMAT_ARGS(lsn)),
-					 errdetail("Captured up to %X/%X; the capture worker is %s.%s%s",
-							   LSN_FORMAT_ARGS(captured),
-							   running ? "running" : "not running",
-							   err[0] ? " Its last error: " : "", err),
-					 errhint("See mvinc.capture.")));
-		}
+			break;
 		(void) ConditionVariableTimedSleep(&MvincCaptureShared->progress_cv,
 										   Min(left, 100), PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
 	return captured;
+}
+
+/*
+ * Wait until every transaction that committed at or before lsn is in the
+ * change logs; returns the captured position.  Errors after timeout_ms.
+ */
+XLogRecPtr
+MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms)
+{
+	XLogRecPtr	captured;
+	bool		running;
+	char		err[MVINC_ERRMSG_LEN];
+
+	if (MvincCaptureShared == NULL)
+		MvincCheckServerSetup();
+
+	captured = wait_for_captured(lsn, timeout_ms, false, &running, err);
+	if (captured < record_end_floor(lsn))
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("timed out waiting for change capture to reach %X/%X",
+						LSN_FORMAT_ARGS(lsn)),
+				 errdetail("Captured up to %X/%X; the capture worker is %s.%s%s",
+						   LSN_FORMAT_ARGS(captured),
+						   running ? "running" : "not running",
+						   err[0] ? " Its last error: " : "", err),
+				 errhint("See mvinc.capture.")));
+	return captured;
+}
+
+/*
+ * Like MvincWaitForCapture, but returns whether capture reached lsn: false
+ * after timeout_ms, at once when no capture worker runs for this database
+ * (or mvinc is not preloaded, or the server is a standby).  Never raises an
+ * error for those and starts no subtransaction, so a reader in parallel
+ * mode (the leader) can call it.
+ */
+bool
+MvincTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
+{
+	bool		running;
+	char		err[MVINC_ERRMSG_LEN];
+
+	if (MvincCaptureShared == NULL || RecoveryInProgress())
+		return false;
+	if (MvincCapturedLsn() >= record_end_floor(lsn))
+		return true;			/* the common case: no flush, no sleep */
+	return wait_for_captured(lsn, Max(timeout_ms, 0), true, &running, err) >=
+		record_end_floor(lsn);
 }
 
 /* mvinc.wait_for_capture(lsn pg_lsn, timeout interval) returns pg_lsn */

@@ -8,7 +8,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -18,6 +26,7 @@
 #include "storage/shmem.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
 #include "mvinc.h"
@@ -129,10 +138,51 @@ is_drop_of_mvinc(DropStmt *stmt)
 	return false;
 }
 
+/* Does any object still live in (depend on) schema nspid? */
+static bool
+schema_has_objects(Oid nspid)
+{
+	Relation	dep = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	bool		found;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(NamespaceRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(nspid));
+	scan = systable_beginscan(dep, DependReferenceIndexId, true, NULL, 2, key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(dep, AccessShareLock);
+	return found;
+}
+
+/*
+ * After DROP EXTENSION mvinc: drop schema mvinc, which CREATE EXTENSION made
+ * from the control file (so it is no member of the extension), unless
+ * something else still lives in it.  pg_dump writes CREATE SCHEMA itself.
+ */
+static void
+drop_empty_mvinc_schema(void)
+{
+	Oid			nspid = get_namespace_oid(MVINC_SCHEMA, true);
+	ObjectAddress schema;
+
+	if (!OidIsValid(nspid))
+		return;
+	CommandCounterIncrement();
+	if (schema_has_objects(nspid))
+		return;
+	ObjectAddressSet(schema, NamespaceRelationId, nspid);
+	performDeletion(&schema, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+}
+
 /*
  * Utility hook: before DROP TABLE of tracked sources, drop their change
  * logs; after ALTER TABLE of a tracked source, make its change log follow.
- * After DROP EXTENSION mvinc, wake the worker so it drops its slot.
+ * After DROP EXTENSION mvinc, drop its schema when empty and wake the
+ * worker so it drops its slot.
  */
 static void
 capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -211,9 +261,13 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		if (renamed != NULL)
 			MvincRenameChangeLogColumn(altered, renamed->subname, renamed->newname);
 		MvincSyncChangeLog(altered);
+		MvincHoldHorizonFor(altered);
 	}
-	if (dropping_mvinc)
+	if (dropping_mvinc && !OidIsValid(get_extension_oid("mvinc", true)))
+	{
+		drop_empty_mvinc_schema();
 		MvincWakeWorker(MyDatabaseId);
+	}
 }
 
 /* Install the capture subsystem's GUCs, shared memory, hooks and launcher */

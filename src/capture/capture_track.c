@@ -321,6 +321,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 	relation_close(rel, NoLock);
 
 	wait_for_slot();
+	MvincHoldHorizonFor(relid);
 
 	logid = MvincChangeLogRelid(relid);
 	if (OidIsValid(logid) && (!full_old_rows || replident == REPLICA_IDENTITY_FULL))

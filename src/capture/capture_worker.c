@@ -61,7 +61,7 @@
 /* How long a batch may wait for more changes once all WAL is read */
 #define BATCH_GATHER_MS		10
 
-static CaptureWorkerSlot *MyCaptureSlot = NULL;
+CaptureWorkerSlot *MyCaptureSlot = NULL;
 
 /* Fill in the registration of a database's capture worker */
 static void
@@ -309,37 +309,6 @@ ensure_slot(void)
 	return true;
 }
 
-/*
- * Hold the data xmin horizon at the slot's catalog_xmin.  An UPDATE that
- * left a TOASTed column unchanged is decoded with a pointer to the old
- * value's TOAST chunks; whoever later deletes those chunks has an xid >=
- * catalog_xmin (it commits after the change we still have to decode), so
- * holding the horizon there keeps VACUUM from removing them before the
- * writer fetched them.  The horizon moves on as the slot is confirmed.
- */
-static void
-hold_horizon(void)
-{
-	ReplicationSlot *slot = MyReplicationSlot;
-	bool		changed = false;
-
-	SpinLockAcquire(&slot->mutex);
-	if (slot->data.xmin != slot->data.catalog_xmin)
-	{
-		slot->data.xmin = slot->data.catalog_xmin;
-		slot->effective_xmin = slot->data.catalog_xmin;
-		changed = true;
-	}
-	SpinLockRelease(&slot->mutex);
-	/* Saved at once: after a crash the horizon must hold before we run */
-	if (changed)
-	{
-		ReplicationSlotMarkDirty();
-		ReplicationSlotSave();
-		ReplicationSlotsComputeRequiredXmin(false);
-	}
-}
-
 /* Publish the captured position and wake the waiters */
 static void
 publish_progress(XLogRecPtr captured)
@@ -372,7 +341,7 @@ apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
 	if (upto > MyReplicationSlot->data.confirmed_flush)
 	{
 		LogicalConfirmReceivedLocation(upto);
-		hold_horizon();
+		MvincHorizonAdvance(false);
 	}
 	publish_progress(upto);
 }
@@ -440,7 +409,7 @@ capture_loop(void)
 
 	if (applied > MyReplicationSlot->data.confirmed_flush)
 		LogicalConfirmReceivedLocation(applied);
-	hold_horizon();
+	MvincHorizonAdvance(true);
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc capture",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -529,6 +498,7 @@ capture_loop(void)
 								MyDatabaseId)));
 				proc_exit(0);
 			}
+			MvincHorizonRecheck();
 		}
 		if (TimestampDifferenceExceeds(last_retention, GetCurrentTimestamp(),
 									   mvinc_retention_interval_ms))

@@ -45,6 +45,8 @@ typedef struct MvColumn
 	Oid			aggfnoid;		/* MV_COL_AGG only */
 	Oid			sourceid;		/* the source table (for deparsing expr) */
 	AttrNumber	srcattnum;		/* MV_COL_ROWID only: source column */
+	bool		derived_count;	/* MV_COL_AGG count(*): read _mvinc_count */
+	bool		shared;			/* MV_COL_AGG: reads another column's state */
 } MvColumn;
 
 /* A validated view definition */
@@ -138,7 +140,8 @@ extern char *MvStateAggSql(MvColumn *col, const char *alias);
 extern char *MvStateMergeSql(MvColumn *col, const char *left, const char *right);
 extern char *MvStateCombineSql(MvColumn *col, const char *state);
 extern char *MvStateFinalSql(MvColumn *col, const char *state);
-extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias);
+extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias,
+							   bool ordered);
 extern bool MvAggSupported(Oid aggfnoid, const char **why);
 extern bool MvAggRetractable(Oid aggfnoid);
 

@@ -30,12 +30,14 @@
 #include "rewrite/prs2lock.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
+#include "mv/aggstate.h"
 #include "mv/mv.h"
 
 static const char *refused_view;
@@ -179,7 +181,7 @@ make_column(MvColRole role, const char *physname, Node *expr)
 	MvColumn   *col = palloc0(sizeof(MvColumn));
 
 	col->role = role;
-	col->physname = pstrdup(physname);
+	col->physname = physname ? pstrdup(physname) : NULL;
 	if (expr)
 	{
 		col->expr = (Expr *) expr;
@@ -462,12 +464,41 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 				if (!MvAggSupported(agg->aggfnoid, &why))
 					refuse(psprintf("The query uses the aggregate %s. %s", aggname, why),
 						   "Use an aggregate that supports partial aggregation (it has a combine function).");
-				col = make_column(MV_COL_AGG, psprintf("s%d", ++ns), (Node *) agg);
+				col = make_column(MV_COL_AGG, NULL, (Node *) agg);
 				col->aggfnoid = agg->aggfnoid;
 				col->attnum = tle->resno;
 				if (!MvAggRetractable(agg->aggfnoid))
 					def->retractable = false;
-				aggcols = lappend(aggcols, col);
+				if (agg->aggstar && agg->aggfnoid == F_COUNT_)
+				{
+					/* count(*) is the hidden group count itself */
+					col->derived_count = true;
+					col->physname = "_mvinc_count";
+				}
+				else
+				{
+					ListCell   *lc2;
+
+					/* one state for aggregates that share it (sum/avg numeric) */
+					foreach(lc2, aggcols)
+					{
+						MvColumn   *other = lfirst(lc2);
+						Aggref	   *oagg = (Aggref *) other->expr;
+
+						if (equal(oagg->args, agg->args) &&
+							MvincAggSameState(other->aggfnoid, agg->aggfnoid))
+						{
+							col->shared = true;
+							col->physname = other->physname;
+							break;
+						}
+					}
+					if (!col->shared)
+					{
+						col->physname = psprintf("s%d", ++ns);
+						aggcols = lappend(aggcols, col);
+					}
+				}
 			}
 			else if (contain_agg_clause((Node *) tle->expr))
 				refuse("The query computes an expression over aggregate results.",

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  * mv_capture.c
  *	  The mv subsystem's view of change capture: thin wrappers over the
- *	  capture C API (docs/internals.md) that report a clean error when
- *	  capture is not available, and the non-throwing wait used by reads.
+ *	  capture C API (docs/internals.md), the non-throwing wait and track
+ *	  used by reads and restores, and the end-of-record insert LSN.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -15,17 +15,6 @@
 
 #include "capture/capture.h"
 #include "mv/mv.h"
-
-/*
- * The capture API, declared weak so that this library also loads in a
- * build without the capture subsystem (then views refuse to refresh).
- */
-extern Oid	MvincTrack(Oid relid, bool full_old_rows) __attribute__((weak));
-extern Oid	MvincChangeLogRelid(Oid relid) __attribute__((weak));
-extern XLogRecPtr MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms) __attribute__((weak));
-extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn) __attribute__((weak));
-extern void MvincDropConsumer(Oid relid, const char *consumer) __attribute__((weak));
-extern XLogRecPtr MvincRetainedFrom(Oid relid) __attribute__((weak));
 
 /* Refresh waits at most this long for capture to reach its target LSN */
 #define MV_REFRESH_WAIT_MS	60000
@@ -47,23 +36,17 @@ MvInsertLsn(void)
 	return p;
 }
 
-/* True when the capture subsystem is linked in */
+/* True when change capture can be used (it is part of this library) */
 bool
 MvCaptureAvailable(void)
 {
-	return MvincTrack != NULL && MvincWaitForCapture != NULL;
+	return true;
 }
 
-/* Error out unless capture is available */
+/* Nothing to check: capture is linked in */
 static void
 require_capture(void)
 {
-	if (!MvCaptureAvailable())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("change capture is not available"),
-				 errdetail("This build of mvinc has no change capture subsystem."),
-				 errhint("Install a build of mvinc that includes change capture.")));
 }
 
 /* Start capturing relid's changes; returns its change log */
@@ -124,37 +107,14 @@ MvWaitForCapture(XLogRecPtr lsn)
 
 /*
  * Like MvWaitForCapture, but returns false instead of raising an error
- * (a read falls back to the live path then).
+ * (a read falls back to the live path then); no subtransaction, no write.
  */
 bool
 MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	bool		ok = true;
-
-	if (!MvCaptureAvailable())
-		return false;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		(void) MvincWaitForCapture(lsn, timeout_ms);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		ok = false;
-	}
-	PG_END_TRY();
-	return ok;
+	if (MvincCapturedLsn() >= lsn)
+		return true;
+	return MvincTryWaitForCapture(lsn, timeout_ms);
 }
 
 /* Tell retention which change-log rows the view still needs */
@@ -169,8 +129,7 @@ MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn)
 void
 MvDropConsumer(Oid relid, const char *consumer)
 {
-	if (MvincDropConsumer != NULL)
-		MvincDropConsumer(relid, consumer);
+	MvincDropConsumer(relid, consumer);
 }
 
 /* Change-log rows with lsn <= this were removed by retention */

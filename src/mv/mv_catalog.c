@@ -207,13 +207,17 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 							  6, types, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into mvinc.mv_view");
 
-	foreach(lc, def->columns)
+	foreach(lc, list_concat_copy(def->columns, def->viewcols))
 	{
 		MvColumn   *col = lfirst(lc);
 		Oid			ctypes[7] = {OIDOID, TEXTOID, TEXTOID, INT2OID, OIDOID, TEXTOID, TEXTOID};
 		Datum		cvalues[7];
 		char		cnulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
+		/* viewcols: only those without a storage column of their own */
+		if (foreach_current_index(lc) >= list_length(def->columns) &&
+			!col->derived_count && !col->shared)
+			continue;
 		cvalues[0] = ObjectIdGetDatum(viewid);
 		cvalues[1] = CStringGetTextDatum(col->physname);
 		cvalues[2] = CStringGetTextDatum(role_name(col->role));
@@ -223,7 +227,8 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 		cvalues[4] = ObjectIdGetDatum(col->aggfnoid);
 		if (col->role != MV_COL_AGG)
 			cnulls[4] = 'n';
-		cvalues[5] = CStringGetTextDatum(col->role == MV_COL_AGG ? "bytea" :
+		cvalues[5] = CStringGetTextDatum(col->derived_count ? "bigint" :
+										 col->role == MV_COL_AGG ? "bytea" :
 										 format_type_with_typemod(col->typid, col->typmod));
 		if (col->expr)
 			cvalues[6] = CStringGetTextDatum(MvExprSql(def->sourceid, (Node *) col->expr, NULL));
@@ -351,7 +356,8 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", quote_identifier(col->physname));
 		first = false;
 	}
-	appendStringInfoString(&sql, ") WITH (autovacuum_vacuum_scale_factor = 0.05)");
+	/* room on each page for HOT updates of the states */
+	appendStringInfoString(&sql, ") WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05)");
 
 	MvSpiConnect();
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
@@ -436,5 +442,12 @@ MvForgetView(Oid viewid, Oid sourceid)
 	if (storage_name && storage_exists(storage, storage_name))
 		drop_storage(storage);
 	if (OidIsValid(sourceid))
+	{
+		MvInternal	save;
+
+		/* capture's consumer list is not the view owner's to change */
+		MvBecomeInternal(&save);
 		MvDropConsumer(sourceid, MvConsumerName(viewid));
+		MvEndInternal(&save);
+	}
 }

@@ -134,7 +134,8 @@ read_query(Oid viewid, RangeTblEntry *orig)
 			char	   *type = format_type_with_typemod(col->typid, col->typmod);
 
 			appendStringInfo(&sql, "%s(%s)::%s AS %s", foreach_current_index(lc) ? ", " : "",
-							 col->role == MV_COL_AGG ? MvStateFinalSql(col, phys) : phys,
+							 col->role == MV_COL_AGG && !col->derived_count ?
+							 MvStateFinalSql(col, phys) : phys,
 							 type, quote_identifier(get_attname(viewid, col->attnum, false)));
 		}
 		appendStringInfo(&sql, " FROM mvinc.%s t WHERE mvinc._fresh(%u::pg_catalog.oid) UNION ALL ",

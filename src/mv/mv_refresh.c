@@ -22,21 +22,26 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_attribute.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "commands/matview.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "mv/mv.h"
 
@@ -370,6 +375,7 @@ rebuild(RefreshCtx *rc)
 	run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
 	run(insert_from(rc->def, rc->storage, psprintf("ONLY %s s", MvSourceName(rc->def->sourceid)), NULL),
 		rc->snap, SPI_OK_INSERT);
+	run(psprintf("ANALYZE %s", rc->storage), InvalidSnapshot, 0);
 }
 
 /* incremental: merge the states (or rows) of inserted rows */
@@ -487,11 +493,78 @@ apply_merge(RefreshCtx *rc)
 		InvalidSnapshot, SPI_OK_INSERT);
 }
 
-/* ROW(...)::record of the storage keys of alias (NULL-safe, hashable) */
-static char *
-key_record(MvDef *def, const char *alias)
+/* Is column attnum of relid NOT NULL? */
+static bool
+attr_not_null(Oid relid, AttrNumber attnum)
 {
-	return psprintf("ROW(%s)::record", column_list(def, MV_COL_GROUP, psprintf("%s.", alias)));
+	HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+	bool		notnull = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+		ReleaseSysCache(tup);
+	}
+	return notnull;
+}
+
+/* Can no group key be NULL (all are NOT NULL columns of the source)? */
+static bool
+keys_not_null(MvDef *def)
+{
+	ListCell   *lc;
+
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		Var		   *var = (Var *) col->expr;
+
+		if (col->role != MV_COL_GROUP)
+			continue;
+		if (!IsA(var, Var) || var->varattno <= 0)
+			return false;
+		if (!attr_not_null(def->sourceid, var->varattno))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Condition: the group key of lalias (its group expressions when lexprs,
+ * else its storage columns kN) equals the storage columns of ralias.
+ * Plain equality (hashable, indexable) when no key can be NULL, else a
+ * NULL-safe comparison of the keys as records.
+ */
+static char *
+key_eq(MvDef *def, const char *lalias, bool lexprs, const char *ralias)
+{
+	StringInfoData eq;
+	StringInfoData l;
+	StringInfoData r;
+	ListCell   *lc;
+	bool		notnull = keys_not_null(def);
+
+	initStringInfo(&eq);
+	initStringInfo(&l);
+	initStringInfo(&r);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		char	   *ls;
+		char	   *rs;
+
+		if (col->role != MV_COL_GROUP)
+			continue;
+		ls = lexprs ? MvExprSql(def->sourceid, (Node *) col->expr, lalias)
+			: psprintf("%s.%s", lalias, quote_identifier(col->physname));
+		rs = psprintf("%s.%s", ralias, quote_identifier(col->physname));
+		appendStringInfo(&eq, "%s%s = %s", eq.len ? " AND " : "", ls, rs);
+		appendStringInfo(&l, "%s%s", l.len ? ", " : "", ls);
+		appendStringInfo(&r, "%s%s", r.len ? ", " : "", rs);
+	}
+	if (notnull)
+		return eq.data;
+	return psprintf("ROW(%s)::record = ROW(%s)::record", l.data, r.data);
 }
 
 /*
@@ -514,12 +587,13 @@ apply_regroup(RefreshCtx *rc)
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT DISTINCT %s FROM %s s WHERE %s AND %s",
 				 touched, group_exprs_as(def, "s", true), rc->changelog, rc->delta, where_sql(def, "s")),
 		InvalidSnapshot, 0);
-	run(psprintf("DELETE FROM %s t USING %s d WHERE %s = %s",
-				 rc->storage, touched, key_record(def, "t"), key_record(def, "d")),
+	run(psprintf("ANALYZE %s", touched), InvalidSnapshot, 0);
+	run(psprintf("DELETE FROM %s t USING %s d WHERE %s",
+				 rc->storage, touched, key_eq(def, "t", false, "d")),
 		InvalidSnapshot, SPI_OK_DELETE);
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
-					psprintf(" AND EXISTS (SELECT 1 FROM %s d WHERE ROW(%s)::record = %s)",
-							 touched, group_exprs(def, "s"), key_record(def, "d"))),
+					psprintf(" AND EXISTS (SELECT 1 FROM %s d WHERE %s)",
+							 touched, key_eq(def, "s", true, "d"))),
 		rc->snap, SPI_OK_INSERT);
 }
 
@@ -531,7 +605,7 @@ apply_regroup(RefreshCtx *rc)
  * source under S'.
  */
 static void
-apply_retract(RefreshCtx *rc)
+apply_retract(RefreshCtx *rc, bool inserts_only)
 {
 	MvDef	   *def = rc->def;
 	static int	counter = 0;
@@ -553,18 +627,20 @@ apply_retract(RefreshCtx *rc)
 		if (col->role != MV_COL_AGG)
 			continue;
 		appendStringInfo(&sql, "%s AS %s, ",
-						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d"),
+						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
+										   !inserts_only),
 						 quote_identifier(col->physname));
 		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
 						 quote_identifier(col->physname));
 	}
 	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
-					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count "
+					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count, "
+					 "max(t._mvinc_count) IS NULL AS _mvinc_new "
 					 "FROM (SELECT * FROM %s s WHERE %s AND %s) d ",
 					 rc->changelog, rc->delta, where_sql(def, "s"));
 	if (keys)
-		appendStringInfo(&sql, "LEFT JOIN %s t ON ROW(%s)::record = %s GROUP BY %s",
-						 rc->storage, keys, key_record(def, "t"), keys);
+		appendStringInfo(&sql, "LEFT JOIN %s t ON %s GROUP BY %s",
+						 rc->storage, key_eq(def, "d", true, "t"), keys);
 	else
 		appendStringInfo(&sql, "LEFT JOIN %s t ON true", rc->storage);
 	run(sql.data, InvalidSnapshot, 0);
@@ -586,18 +662,55 @@ apply_retract(RefreshCtx *rc)
 			InvalidSnapshot, SPI_OK_INSERT);
 		return;
 	}
-	run(psprintf("DELETE FROM %s t USING %s a WHERE %s = %s",
-				 rc->storage, applied, key_record(def, "t"), key_record(def, "a")),
+	run(psprintf("ANALYZE %s", applied), InvalidSnapshot, 0);
+	/* groups that still have rows: new states in place (HOT, keys unchanged) */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s t SET ", rc->storage);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_AGG || col->role == MV_COL_COUNT)
+			appendStringInfo(&sql, "%s = a.%s, ", quote_identifier(col->physname),
+							 quote_identifier(col->physname));
+	}
+	sql.data[sql.len -= 2] = '\0';
+	appendStringInfo(&sql, " FROM %s a WHERE %s AND NOT a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
+					 applied, key_eq(def, "t", false, "a"), refused.data);
+	run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
+	/* groups that lost all rows, or whose retraction was refused */
+	run(psprintf("DELETE FROM %s t USING %s a WHERE %s AND NOT a._mvinc_new "
+				 "AND (a._mvinc_count = 0 OR %s)",
+				 rc->storage, applied, key_eq(def, "t", false, "a"), refused.data),
 		InvalidSnapshot, SPI_OK_DELETE);
-	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_count > 0 AND NOT (%s)",
+	/* new groups */
+	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
 				 rc->storage, column_list(def, -1, NULL), column_list(def, -1, "a."),
 				 applied, refused.data),
 		InvalidSnapshot, SPI_OK_INSERT);
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
 					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
-							 "AND ROW(%s)::record = %s)",
-							 applied, refused.data, group_exprs(def, "s"), key_record(def, "a"))),
+							 "AND %s)",
+							 applied, refused.data, key_eq(def, "s", true, "a"))),
 		rc->snap, SPI_OK_INSERT);
+}
+
+/*
+ * Copy the consumed change-log rows into a temporary table with fresh
+ * statistics: the statements that follow join it with storage and source,
+ * and the change log's own statistics lag far behind.
+ */
+static void
+materialize_delta(RefreshCtx *rc)
+{
+	static int	counter = 0;
+	char	   *delta = psprintf("pg_temp.mvinc_delta_%u_%d", rc->viewid, ++counter);
+
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT * FROM %s s WHERE %s",
+				 delta, rc->changelog, rc->delta), InvalidSnapshot, 0);
+	run(psprintf("ANALYZE %s", delta), InvalidSnapshot, 0);
+	rc->changelog = delta;
+	rc->delta = "true";
 }
 
 /* Lock, check and load what a refresh of viewid needs */
@@ -717,8 +830,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 						 rc->snaptext, rc->cat->checkpoint_snapshot);
 
 	/* What changed (the change log is read with the latest snapshot) */
-	run(psprintf("SELECT count(DISTINCT (s._mvinc_lsn, s._mvinc_seq)) FILTER (WHERE s._mvinc_op = 'i'), "
-				 "count(DISTINCT (s._mvinc_lsn, s._mvinc_seq)) FILTER (WHERE s._mvinc_op IN ('u', 'd')), "
+	run(psprintf("SELECT count(*) FILTER (WHERE s._mvinc_op = 'i'), "
+				 "count(*) FILTER (WHERE s._mvinc_op IN ('u', 'd') AND s._mvinc_image <> 'n'), "
 				 "count(*) FILTER (WHERE s._mvinc_op = 't'), "
 				 "count(*) FILTER (WHERE s._mvinc_image = 'k') "
 				 "FROM %s s WHERE %s", rc->changelog, rc->delta),
@@ -760,18 +873,31 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		res->mode = "noop";
 	else if (nother == 0)
 	{
-		apply_inserts(rc);
+		/*
+		 * Inserts only.  Retractable states take the new rows one by one
+		 * through agg_apply (one deserialize/serialize per group), which is
+		 * cheaper than merging delta states; others merge delta states.
+		 */
+		if (rc->def->kind == MV_KIND_AGGREGATE && rc->def->retractable)
+		{
+			materialize_delta(rc);
+			apply_retract(rc, true);
+		}
+		else
+			apply_inserts(rc);
 		res->mode = "incremental";
 	}
 	else if (rc->def->kind == MV_KIND_PROJECTION)
 	{
+		materialize_delta(rc);
 		apply_merge(rc);
 		res->mode = "merge";
 	}
 	else
 	{
+		materialize_delta(rc);
 		if (rc->def->retractable)
-			apply_retract(rc);
+			apply_retract(rc, false);
 		else
 			apply_regroup(rc);
 		res->mode = "regroup";
@@ -793,6 +919,9 @@ MvRefresh(Oid viewid, bool full, bool initial)
 
 	/* SQL is generated and run with search_path pinned (see mv_init.c) */
 	MvBecomeInternal(&save);
+	if (work_mem < 65536)
+		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	rc = refresh_setup(viewid);
 	MvSpiConnect();
 	mvinc_refresh_depth++;

@@ -128,14 +128,13 @@ MvStateFinalSql(MvColumn *col, const char *state)
  * a retraction is refused (then the group is recomputed).
  */
 char *
-MvStateRetractSql(MvColumn *col, const char *base, const char *alias)
+MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool ordered)
 {
 	char	   *arg = agg_arg_sql(col, alias);
 	char	   *sign = psprintf("CASE WHEN %s._mvinc_image = 'n' THEN 1 ELSE -1 END", alias);
+	char	   *order = ordered ? psprintf(" ORDER BY %s DESC", sign) : "";
 
 	if (arg == NULL)
-		return psprintf("mvinc.agg_apply(%s, %s, %s ORDER BY %s DESC)",
-						agg_literal(col), base, sign, sign);
-	return psprintf("mvinc.agg_apply(%s, %s, %s, %s ORDER BY %s DESC)",
-					agg_literal(col), base, sign, arg, sign);
+		return psprintf("mvinc.agg_apply(%s, %s, %s%s)", agg_literal(col), base, sign, order);
+	return psprintf("mvinc.agg_apply(%s, %s, %s, %s%s)", agg_literal(col), base, sign, arg, order);
 }

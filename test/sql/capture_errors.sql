@@ -24,6 +24,25 @@ SELECT mvinc.wait_for_capture(timeout => '-1 s');
 \set VERBOSITY terse
 SELECT mvinc.wait_for_capture('FFFFFFFF/0', '50 ms');
 \set VERBOSITY default
+-- the wait runs in the leader of a parallel query (no subtransaction, no
+-- write); its timeout is an error of the query, not of a subtransaction
+CREATE TABLE cap_par AS SELECT g AS id FROM generate_series(1, 1000) g;
+ANALYZE cap_par;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF)
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured, n FROM (SELECT count(*) AS n FROM cap_par) s;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured, n FROM (SELECT count(*) AS n FROM cap_par) s;
+\set VERBOSITY terse
+SELECT mvinc.wait_for_capture('FFFFFFFF/0', '50 ms'), n FROM (SELECT count(*) AS n FROM cap_par) s;
+\set VERBOSITY default
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE cap_par;
 CREATE ROLE cap_other;
 GRANT USAGE ON SCHEMA mvinc TO cap_other;
 SET ROLE cap_other;

@@ -156,9 +156,34 @@ GRANT SELECT ON paid_by_customer TO mv_reader;
 SET ROLE mv_reader;
 SELECT count(*) > 0 AS readable FROM paid_by_customer;
 SELECT count(*) FROM orders;
+SELECT view, kind FROM mvinc.views WHERE view = 'paid_by_customer'::regclass;
 RESET ROLE;
 REVOKE SELECT ON paid_by_customer FROM mv_reader;
 DROP ROLE mv_reader;
+
+-- a view owner who is not a superuser: create, refresh, read, drop
+CREATE ROLE mv_owner;
+GRANT CREATE ON SCHEMA public TO mv_owner;
+SET ROLE mv_owner;
+CREATE TABLE own_src (id int PRIMARY KEY, g int, v numeric);
+INSERT INTO own_src SELECT i, i % 3, i FROM generate_series(1, 30) i;
+CREATE MATERIALIZED VIEW own_v WITH (mvinc.incremental = true) AS
+  SELECT g, sum(v) AS s, count(*) AS n FROM own_src GROUP BY g;
+INSERT INTO own_src VALUES (100, 1, 100);
+UPDATE own_src SET v = v + 1 WHERE id = 1;
+SELECT mode FROM mvinc.refresh('own_v');
+REFRESH MATERIALIZED VIEW own_v;
+SELECT mvinc.read_path('own_v'), mv_diff('own_v');
+SELECT * FROM own_v ORDER BY g;
+CREATE FUNCTION own_f(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 + 1';
+CREATE MATERIALIZED VIEW own_bad WITH (mvinc.incremental = true) AS
+  SELECT own_f(g), count(*) FROM own_src GROUP BY own_f(g);
+DROP MATERIALIZED VIEW own_v;
+DROP FUNCTION own_f(int);
+DROP TABLE own_src;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM mv_owner;
+DROP ROLE mv_owner;
 
 -- DROP removes storage, catalog rows and the capture consumer
 SELECT storage_name AS later_storage FROM mvinc.mv_view WHERE view = 'later'::regclass \gset

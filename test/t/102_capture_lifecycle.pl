@@ -156,6 +156,28 @@ ok(wait_for('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_typ
 is($node->safe_psql('db1', "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = 'mvinc'"),
 	'0', 'no table of mvinc left');
 is($node->safe_psql('db1', "SELECT count(*) FROM pg_class WHERE relname LIKE 'changelog%'"), '0', 'no change log left');
+is($node->safe_psql('db1', "SELECT count(*) FROM pg_namespace WHERE nspname = 'mvinc'"), '0', 'no schema mvinc left');
+is($node->safe_psql('db1', "SELECT count(*) FROM pg_extension WHERE extname = 'mvinc'"), '0', 'no extension left');
+
+# A schema mvinc that still holds someone else's object is kept.
+$node->safe_psql('db1', 'CREATE EXTENSION mvinc');
+ok(wait_for('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'", '1'),
+	'CREATE EXTENSION after DROP EXTENSION creates the slot');
+$node->safe_psql('db1', q{
+CREATE TABLE mvinc.user_notes (x int);
+INSERT INTO t VALUES (500, 'again');
+SELECT mvinc.track('t');
+INSERT INTO t VALUES (501, 'again');
+SELECT mvinc.wait_for_capture(timeout => '90 s');
+});
+is($node->safe_psql('db1', "SELECT string_agg(id::text, ',') FROM " . $node->safe_psql('db1', "SELECT mvinc.track('t')")),
+	'501', 're-created extension captures');
+$node->safe_psql('db1', 'DROP EXTENSION mvinc');
+is($node->safe_psql('db1', "SELECT string_agg(c.relname, ',') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = 'mvinc'"),
+	'user_notes', 'a schema mvinc with a user table is kept, with only that table');
+ok(wait_for('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'", '0'),
+	'second DROP EXTENSION drops the slot');
+$node->safe_psql('db1', 'DROP TABLE mvinc.user_notes');
 
 # CREATE again, then DROP DATABASE works with the worker running.
 $node->safe_psql('db1', 'CREATE EXTENSION mvinc');

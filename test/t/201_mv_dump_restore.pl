@@ -82,5 +82,16 @@ is($node->safe_psql('restored2', "SELECT string_agg(last_refresh_mode, ',' ORDER
 	'initial,initial', 'the next REFRESH adopts them');
 is($node->safe_psql('restored2', $check), '0', 'twice-restored views equal their queries');
 
+# DROP EXTENSION needs CASCADE, which drops the incremental views (and
+# their storage) but leaves plain materialized views alone.
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP EXTENSION mvinc');
+like($err, qr/cannot drop extension mvinc because other objects depend on it/, 'DROP EXTENSION without CASCADE is refused');
+$node->safe_psql('postgres', 'DROP EXTENSION mvinc CASCADE');
+is($node->safe_psql('postgres',
+	"SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relkind = 'm'"),
+	'plain', 'DROP EXTENSION CASCADE dropped the incremental views only');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname ~ '^mv_[0-9]+\$'"),
+	'0', 'no storage is left behind');
+
 $node->stop;
 done_testing();

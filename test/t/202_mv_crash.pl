@@ -37,8 +37,8 @@ sub storage_of
 {
 	my $name = $node->safe_psql('postgres', "SELECT storage_name FROM mvinc.mv_view WHERE view = 'agg'::regclass");
 	return $node->safe_psql('postgres',
-		"SELECT string_agg(format('%s/%s/%s', k1, mvinc.agg_final('count()', s1, NULL::bigint), "
-		  . "mvinc.agg_final('sum(numeric)', s2, NULL::numeric)), ',' ORDER BY k1) FROM mvinc.$name");
+		"SELECT string_agg(format('%s/%s/%s/%s', k1, _mvinc_count, mvinc.agg_final('sum(numeric)', s1, NULL::numeric), "
+		  . "mvinc.agg_final('max(numeric)', s2, NULL::numeric)), ',' ORDER BY k1) FROM mvinc.$name");
 }
 
 for my $round (1, 2)
