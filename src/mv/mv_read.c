@@ -26,6 +26,7 @@
 #include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/planner.h"
@@ -45,6 +46,7 @@
 #include "mv/mv.h"
 
 static planner_hook_type prev_planner_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start_hook = NULL;
 
 static Oid	get_rel_owner_oid(Oid relid);
 
@@ -380,10 +382,54 @@ MvIsFresh(Oid viewid)
 	return m->fresh;
 }
 
-/* Install the planner hook */
+/*
+ * Executor start: a statement that runs in parallel mode cannot take the
+ * latest snapshot or wait for capture once the executor has entered that
+ * mode, so decide the freshness of every redirected view it reads first
+ * (the view's own entry stays in the range table); _fresh() then answers
+ * from the memo.
+ */
+static void
+mv_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	PlannedStmt *stmt = queryDesc->plannedstmt;
+
+	if (stmt->parallelModeNeeded && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
+		!IsInParallelMode() && queryDesc->snapshot != NULL &&
+		OidIsValid(MvincSchemaOid()) && MvincExtensionReady())
+	{
+		ListCell   *lc;
+		bool		pushed = false;
+
+		foreach(lc, stmt->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
+				rte->inFromCl || !MvIsIncrementalView(rte->relid))
+				continue;
+			if (!pushed)
+			{
+				PushActiveSnapshot(queryDesc->snapshot);
+				pushed = true;
+			}
+			(void) MvIsFresh(rte->relid);
+		}
+		if (pushed)
+			PopActiveSnapshot();
+	}
+	if (prev_executor_start_hook)
+		prev_executor_start_hook(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/* Install the planner and executor-start hooks */
 void
 MvReadInit(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = mv_planner;
+	prev_executor_start_hook = ExecutorStart_hook;
+	ExecutorStart_hook = mv_executor_start;
 }
