@@ -71,6 +71,16 @@ typedef struct ColfileChunkDesc
 	uint16		pad;
 } ColfileChunkDesc;
 
+#define COLFILE_ROWS_PER_MINIBLOCK 512
+
+/* One independently compressed mini-block of a chunk (in the chunk's bytes) */
+typedef struct ColfileBlockDesc
+{
+	uint32		stored_len;
+	uint32		raw_len;
+	uint32		compression;
+} ColfileBlockDesc;
+
 /* Directory header; followed by natts ColfileChunkDesc, then min/max bytes */
 typedef struct ColfileDirHeader
 {
@@ -104,6 +114,8 @@ typedef struct ColfileGroupCache
 	ColfileRowGroup rg;
 	int			natts;			/* of the table now */
 	ColfileDecoded **cols;		/* [natts], NULL until decoded */
+	bool		by_block;		/* decode single mini-blocks (index fetches) */
+	ColfileDecoded ***blocks;	/* [natts][nblocks] when by_block */
 	MemoryContext cxt;
 } ColfileGroupCache;
 
@@ -174,6 +186,9 @@ extern bytea *ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
 										  Form_pg_attribute att, int attnum,
 										  MemoryContext cxt);
+extern ColfileDecoded *ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg,
+										  Form_pg_attribute att, int attnum,
+										  int bno, MemoryContext cxt);
 extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
 extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 							 Datum *min, Datum *max);

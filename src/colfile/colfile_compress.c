@@ -4,10 +4,13 @@
  *	  an optional null bitmap, zstd compression (kept raw when it does not
  *	  shrink), and per-chunk min/max in the row group directory.
  *
- * Raw chunk layout: [null bitmap, nrows bits, MAXALIGNed, only with nulls]
- * [non-null values, each aligned to typalign; varlenas with a 4-byte
- * header]. Decoded byref Datums point into the decompressed buffer, which
- * is palloc'd and so MAXALIGNed.
+ * Stored chunk: uint32 block count, a ColfileBlockDesc per mini-block of
+ * COLFILE_ROWS_PER_MINIBLOCK rows, then each block's frame (zstd, or raw
+ * when that is not smaller). An unpacked block: [null bitmap, one bit per
+ * row, MAXALIGNed, only when the chunk has nulls][non-null values, each
+ * aligned to typalign; varlenas with a 4-byte header]. Decoded byref Datums
+ * point into the unpacked buffer, which is palloc'd and so MAXALIGNed.
+ * Scans decode whole chunks; index fetches decode single blocks.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -126,7 +129,6 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 		ColfileChunkDesc *c = &chunks[a];
 		int			nnull = 0;
 		int			r;
-		Size		off;
 		TypeCacheEntry *tc = NULL;
 		Datum		mn = 0,
 					mx = 0;
@@ -142,72 +144,37 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 			continue;
 		}
 
-		/* lay the raw chunk out */
-		resetStringInfo(&raw);
-		off = 0;
 		if (nnull > 0)
-		{
 			c->flags |= CHUNK_HAS_NULLS;
-			off = MAXALIGN((nrows + 7) / 8);
-		}
-		{
-			Size		total = off;
 
-			for (r = 0; r < nrows; r++)
-			{
-				if (isnull[a][r])
-					continue;
-				total = att_align_nominal(total, att->attalign);
-				total += value_size(att, values[a][r]);
-			}
-			enlargeStringInfo(&raw, total);
-			memset(raw.data, 0, total);
-			raw.len = total;
-		}
-		if (nnull > 0)
-		{
-			for (r = 0; r < nrows; r++)
-				if (isnull[a][r])
-					raw.data[r / 8] |= (1 << (r % 8));
-		}
-
+		/* min/max over the chunk */
 		if (OidIsValid(att->atttypid))
 		{
 			tc = lookup_type_cache(att->atttypid, TYPECACHE_CMP_PROC_FINFO);
 			if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
 				tc = NULL;
 		}
-		for (r = 0; r < nrows; r++)
+		for (r = 0; tc != NULL && r < nrows; r++)
 		{
 			Datum		v = values[a][r];
 
 			if (isnull[a][r])
 				continue;
-			off = att_align_nominal(off, att->attalign);
-			store_value(att, v, raw.data + off);
-			off += value_size(att, v);
-			if (tc)
+			if (!have)
 			{
-				if (!have)
-				{
-					mn = mx = v;
-					have = true;
-				}
-				else
-				{
-					if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
-														att->attcollation,
-														v, mn)) < 0)
-						mn = v;
-					if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
-														att->attcollation,
-														v, mx)) > 0)
-						mx = v;
-				}
+				mn = mx = v;
+				have = true;
+			}
+			else
+			{
+				if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
+													att->attcollation, v, mn)) < 0)
+					mn = v;
+				if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
+													att->attcollation, v, mx)) > 0)
+					mx = v;
 			}
 		}
-
-		/* min/max into the directory's area */
 		if (have)
 		{
 			Size		l1 = att->attbyval ? sizeof(Datum) : value_size(att, mn);
@@ -237,28 +204,80 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 			}
 		}
 
-		/* compress */
-		c->raw_len = raw.len;
+		/*
+		 * The chunk: a block table, then one independently compressed frame
+		 * per mini-block of COLFILE_ROWS_PER_MINIBLOCK rows, so that a
+		 * single row can be read without decompressing the whole chunk.
+		 */
 		{
-			size_t		bound = ZSTD_compressBound(raw.len);
-			size_t		n;
+			int			nblocks = (nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+			Size		tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+			ColfileBlockDesc *blocks = palloc0(sizeof(ColfileBlockDesc) * nblocks);
+			StringInfoData frames;
+			int			bno;
+			uint32		nb = nblocks;
+			bool		anyzstd = false;
 
-			enlargeStringInfo(data, bound);
-			n = ZSTD_compress(data->data + data->len, bound, raw.data, raw.len,
-							  colfile_compression_level);
-			if (!ZSTD_isError(n) && n < (size_t) raw.len)
+			initStringInfo(&frames);
+			c->raw_len = 0;
+			for (bno = 0; bno < nblocks; bno++)
 			{
-				c->compression = CHUNK_ZSTD;
-				c->stored_len = n;
-				data->len += n;
-				data->data[data->len] = '\0';
+				int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+				int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first);
+				Size		off = (nnull > 0) ? MAXALIGN((n + 7) / 8) : 0;
+				Size		total = off;
+				size_t		bound,
+							z;
+
+				for (r = 0; r < n; r++)
+				{
+					if (isnull[a][first + r])
+						continue;
+					total = att_align_nominal(total, att->attalign);
+					total += value_size(att, values[a][first + r]);
+				}
+				resetStringInfo(&raw);
+				enlargeStringInfo(&raw, total);
+				memset(raw.data, 0, total);
+				raw.len = total;
+				for (r = 0; r < n; r++)
+				{
+					if (isnull[a][first + r])
+					{
+						raw.data[r / 8] |= (1 << (r % 8));
+						continue;
+					}
+					off = att_align_nominal(off, att->attalign);
+					store_value(att, values[a][first + r], raw.data + off);
+					off += value_size(att, values[a][first + r]);
+				}
+				blocks[bno].raw_len = raw.len;
+				c->raw_len += raw.len;
+				bound = ZSTD_compressBound(raw.len);
+				enlargeStringInfo(&frames, bound);
+				z = ZSTD_compress(frames.data + frames.len, bound, raw.data, raw.len,
+								  colfile_compression_level);
+				if (!ZSTD_isError(z) && z < (size_t) raw.len)
+				{
+					blocks[bno].compression = CHUNK_ZSTD;
+					blocks[bno].stored_len = z;
+					frames.len += z;
+					anyzstd = true;
+				}
+				else
+				{
+					blocks[bno].compression = CHUNK_RAW;
+					blocks[bno].stored_len = raw.len;
+					appendBinaryStringInfo(&frames, raw.data, raw.len);
+				}
 			}
-			else
-			{
-				c->compression = CHUNK_RAW;
-				c->stored_len = raw.len;
-				appendBinaryStringInfo(data, raw.data, raw.len);
-			}
+			appendBinaryStringInfo(data, (char *) &nb, sizeof(uint32));
+			appendBinaryStringInfo(data, (char *) blocks, sizeof(ColfileBlockDesc) * nblocks);
+			appendBinaryStringInfo(data, frames.data, frames.len);
+			c->stored_len = tablen + frames.len;
+			c->compression = anyzstd ? CHUNK_ZSTD : CHUNK_RAW;
+			pfree(frames.data);
+			pfree(blocks);
 		}
 	}
 
@@ -276,7 +295,81 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 	return dir;
 }
 
-/* Read and decode the chunk of attnum in a row group */
+/* Decompress one mini-block frame into a new buffer in the current context */
+static char *
+unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
+			 const char *stored)
+{
+	char	   *raw = palloc(Max(b->raw_len, 1));
+
+	if (b->compression == CHUNK_RAW)
+		memcpy(raw, stored, b->raw_len);
+	else
+	{
+		size_t		n = ZSTD_decompress(raw, b->raw_len, stored, b->stored_len);
+
+		if (ZSTD_isError(n) || n != b->raw_len)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": cannot decompress column %d of row group %lld",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block)));
+	}
+	return raw;
+}
+
+/* Decode the n rows of an unpacked mini-block into values/isnull */
+static void
+decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
+			 const char *raw, uint32 raw_len, int n, bool hasnulls,
+			 Datum *values, bool *isnull)
+{
+	Size		off = hasnulls ? MAXALIGN((n + 7) / 8) : 0;
+	int			r;
+
+	for (r = 0; r < n; r++)
+	{
+		if (hasnulls && (raw[r / 8] & (1 << (r % 8))))
+		{
+			values[r] = (Datum) 0;
+			isnull[r] = true;
+			continue;
+		}
+		off = att_align_nominal(off, att->attalign);
+		if (off >= raw_len)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block)));
+		isnull[r] = false;
+		values[r] = fetchatt(att, raw + off);
+		off += value_size(att, values[r]);
+	}
+}
+
+/* A chunk that has no stored bytes (dropped, all NULL, added later) */
+static bool
+decode_constant(Relation rel, ColfileChunkDesc *c, Form_pg_attribute att,
+				int attnum, int nrows, Datum *values, bool *isnull)
+{
+	bool		null = true;
+	Datum		v = 0;
+	int			r;
+
+	if (c != NULL && !att->attisdropped && !(c->flags & CHUNK_ALL_NULL))
+		return false;
+	if (c == NULL && !att->attisdropped)
+		v = getmissingattr(RelationGetDescr(rel), attnum, &null);
+	for (r = 0; r < nrows; r++)
+	{
+		values[r] = v;
+		isnull[r] = null;
+	}
+	return true;
+}
+
+/* Read and decode the whole chunk of attnum in a row group */
 ColfileDecoded *
 ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
 				   int attnum, MemoryContext cxt)
@@ -285,84 +378,106 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
 	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
 	int			nrows = rg->nrows;
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
-	int			r;
+	char	   *stored;
+	uint32		nblocks;
+	ColfileBlockDesc *blocks;
+	Size		pos;
+	int			bno;
 
-	d->values = palloc(sizeof(Datum) * nrows);
-	d->isnull = palloc(sizeof(bool) * nrows);
+	d->values = palloc(sizeof(Datum) * Max(nrows, 1));
+	d->isnull = palloc(sizeof(bool) * Max(nrows, 1));
 	d->raw = NULL;
-
-	if (c == NULL || att->attisdropped)
+	if (decode_constant(rel, c, att, attnum, nrows, d->values, d->isnull))
 	{
-		/* column added after this group was written: its missing value */
-		bool		isnull = true;
-		Datum		v = 0;
-
-		if (c == NULL && !att->attisdropped)
-			v = getmissingattr(RelationGetDescr(rel), attnum, &isnull);
-		for (r = 0; r < nrows; r++)
-		{
-			d->values[r] = v;
-			d->isnull[r] = isnull;
-		}
-		MemoryContextSwitchTo(old);
-		return d;
-	}
-	if (c->flags & CHUNK_ALL_NULL)
-	{
-		for (r = 0; r < nrows; r++)
-		{
-			d->values[r] = (Datum) 0;
-			d->isnull[r] = true;
-		}
 		MemoryContextSwitchTo(old);
 		return d;
 	}
 
-	d->raw = palloc(Max(c->raw_len, 1));
-	if (c->compression == CHUNK_RAW)
-		ColfileReadBytes(rel, rg->data_offset + c->offset, d->raw, c->stored_len);
-	else
+	stored = palloc(c->stored_len);
+	ColfileReadBytes(rel, rg->data_offset + c->offset, stored, c->stored_len);
+	memcpy(&nblocks, stored, sizeof(uint32));
+	if (nblocks != (uint32) ((nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has %u blocks",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, nblocks)));
+	blocks = palloc(sizeof(ColfileBlockDesc) * nblocks);
+	memcpy(blocks, stored + sizeof(uint32), sizeof(ColfileBlockDesc) * nblocks);
+	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+	for (bno = 0; bno < (int) nblocks; bno++)
 	{
-		char	   *buf = palloc(c->stored_len);
-		size_t		n;
+		int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+		char	   *raw;
 
-		ColfileReadBytes(rel, rg->data_offset + c->offset, buf, c->stored_len);
-		n = ZSTD_decompress(d->raw, c->raw_len, buf, c->stored_len);
-		if (ZSTD_isError(n) || n != c->raw_len)
+		if (pos + blocks[bno].stored_len > c->stored_len)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("colfile table \"%s\": cannot decompress column %d of row group %lld",
+					 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
 							RelationGetRelationName(rel), attnum,
 							(long long) rg->first_block)));
-		pfree(buf);
+		raw = unpack_block(rel, rg, attnum, &blocks[bno], stored + pos);
+		decode_block(rel, rg, att, attnum, raw, blocks[bno].raw_len,
+					 Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first),
+					 (c->flags & CHUNK_HAS_NULLS) != 0,
+					 d->values + first, d->isnull + first);
+		pos += blocks[bno].stored_len;
+		/* raw stays allocated in cxt: byref values point into it */
 	}
+	pfree(stored);
+	pfree(blocks);
+	MemoryContextSwitchTo(old);
+	return d;
+}
 
+/*
+ * Decode one mini-block (rows [bno * COLFILE_ROWS_PER_MINIBLOCK, ...)) of
+ * attnum: what an index fetch needs for a single row.
+ */
+ColfileDecoded *
+ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
+				   int attnum, int bno, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
+	int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - first);
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	uint32		nblocks;
+	Size		tablen,
+				pos;
+	ColfileBlockDesc *blocks;
+	char	   *stored;
+	int			i;
+
+	d->values = palloc(sizeof(Datum) * Max(n, 1));
+	d->isnull = palloc(sizeof(bool) * Max(n, 1));
+	d->raw = NULL;
+	if (decode_constant(rel, c, att, attnum, n, d->values, d->isnull))
 	{
-		Size		off = 0;
-		bool		hasnulls = (c->flags & CHUNK_HAS_NULLS) != 0;
-
-		if (hasnulls)
-			off = MAXALIGN((nrows + 7) / 8);
-		for (r = 0; r < nrows; r++)
-		{
-			if (hasnulls && (d->raw[r / 8] & (1 << (r % 8))))
-			{
-				d->values[r] = (Datum) 0;
-				d->isnull[r] = true;
-				continue;
-			}
-			if (off >= c->raw_len)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
-								RelationGetRelationName(rel), attnum,
-								(long long) rg->first_block)));
-			off = att_align_nominal(off, att->attalign);
-			d->isnull[r] = false;
-			d->values[r] = fetchatt(att, d->raw + off);
-			off += value_size(att, d->values[r]);
-		}
+		MemoryContextSwitchTo(old);
+		return d;
 	}
+	ColfileReadBytes(rel, rg->data_offset + c->offset, (char *) &nblocks, sizeof(uint32));
+	if (bno < 0 || (uint32) bno >= nblocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, bno)));
+	tablen = sizeof(ColfileBlockDesc) * nblocks;
+	blocks = palloc(tablen);
+	ColfileReadBytes(rel, rg->data_offset + c->offset + sizeof(uint32), (char *) blocks, tablen);
+	pos = sizeof(uint32) + tablen;
+	for (i = 0; i < bno; i++)
+		pos += blocks[i].stored_len;
+	stored = palloc(Max(blocks[bno].stored_len, 1));
+	ColfileReadBytes(rel, rg->data_offset + c->offset + pos, stored, blocks[bno].stored_len);
+	d->raw = unpack_block(rel, rg, attnum, &blocks[bno], stored);
+	decode_block(rel, rg, att, attnum, d->raw, blocks[bno].raw_len, n,
+				 (c->flags & CHUNK_HAS_NULLS) != 0, d->values, d->isnull);
+	pfree(stored);
+	pfree(blocks);
 	MemoryContextSwitchTo(old);
 	return d;
 }

@@ -87,6 +87,25 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		slot->tts_isnull[a] = true;
 		return;
 	}
+	if (gc->by_block && gc->cols[a] == NULL)
+	{
+		int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+		int			nblocks = (gc->rg.nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+		ColfileDecoded *d;
+
+		if (gc->blocks == NULL)
+			gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
+		if (gc->blocks[a] == NULL)
+			gc->blocks[a] = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded *) * nblocks);
+		if (gc->blocks[a][bno] == NULL)
+			gc->blocks[a][bno] = ColfileDecodeBlock(rel, &gc->rg,
+													TupleDescAttr(RelationGetDescr(rel), a),
+													a + 1, bno, gc->cxt);
+		d = gc->blocks[a][bno];
+		slot->tts_values[a] = d->values[pos % COLFILE_ROWS_PER_MINIBLOCK];
+		slot->tts_isnull[a] = d->isnull[pos % COLFILE_ROWS_PER_MINIBLOCK];
+		return;
+	}
 	if (gc->cols[a] == NULL)
 		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg,
 										 TupleDescAttr(RelationGetDescr(rel), a),
@@ -215,6 +234,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 	 */
 	cxt = slot->tts_mcxt;
 	gc = ColfileLoadGroup(rel, &rg, cxt);
+	gc->by_block = true;
 	ColfileFillSlot(rel, gc, ColfilePosFor(rg.first_block, tid), slot, NULL);
 	ExecMaterializeSlot(slot);
 	ColfileFreeGroup(gc);

@@ -410,6 +410,7 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 			ColfileFreeGroup(f->prev);
 			f->prev = f->cur;
 			f->cur = ColfileLoadGroup(rel, &rg, f->cxt);
+			f->cur->by_block = true;
 		}
 	}
 	pfree(rg.directory);
