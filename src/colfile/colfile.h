@@ -265,6 +265,7 @@ extern void ColfileProjectionInit(void);
 extern Bitmapset *ColfileParallelNeeded(Oid relid);
 extern void ColfileProjectionXactEnd(void);
 extern void ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed);
+extern ColfileRowGroup *ColfileScanNextGroup(TableScanDesc scan);
 extern void ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed);
 
 #endif							/* MVINC_COLFILE_H */

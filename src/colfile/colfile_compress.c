@@ -29,6 +29,26 @@
 
 #define MINMAX_MAX_BYTES 256
 
+/* zstd contexts, made once per backend (creating one per frame is costly) */
+static ZSTD_CCtx *cctx = NULL;
+static ZSTD_DCtx *dctx = NULL;
+
+static ZSTD_CCtx *
+get_cctx(void)
+{
+	if (cctx == NULL && (cctx = ZSTD_createCCtx()) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	return cctx;
+}
+
+static ZSTD_DCtx *
+get_dctx(void)
+{
+	if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	return dctx;
+}
+
 /* Bytes a value takes in a chunk (varlena: with a 4-byte header) */
 static Size
 value_size(Form_pg_attribute att, Datum v)
@@ -255,8 +275,8 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 				c->raw_len += raw.len;
 				bound = ZSTD_compressBound(raw.len);
 				enlargeStringInfo(&frames, bound);
-				z = ZSTD_compress(frames.data + frames.len, bound, raw.data, raw.len,
-								  colfile_compression_level);
+				z = ZSTD_compressCCtx(get_cctx(), frames.data + frames.len, bound,
+									  raw.data, raw.len, colfile_compression_level);
 				if (!ZSTD_isError(z) && z < (size_t) raw.len)
 				{
 					blocks[bno].compression = CHUNK_ZSTD;
@@ -306,7 +326,8 @@ unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
 		memcpy(raw, stored, b->raw_len);
 	else
 	{
-		size_t		n = ZSTD_decompress(raw, b->raw_len, stored, b->stored_len);
+		size_t		n = ZSTD_decompressDCtx(get_dctx(), raw, b->raw_len,
+											stored, b->stored_len);
 
 		if (ZSTD_isError(n) || n != b->raw_len)
 			ereport(ERROR,

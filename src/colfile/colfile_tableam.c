@@ -352,6 +352,25 @@ colfile_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan)
 	pg_atomic_write_u64(&p->next_group, 0);
 }
 
+/*
+ * Next row group of a (possibly parallel) scan, for index builds: every
+ * participant claims whole groups.
+ */
+ColfileRowGroup *
+ColfileScanNextGroup(TableScanDesc scan)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	int			gi;
+
+	if (!s->loaded)
+		load_groups(s);
+	gi = next_group_index(s);
+	s->gi = gi;
+	if (gi >= s->ngroups)
+		return NULL;
+	return s->groups[gi];
+}
+
 /* ---- index fetches ---- */
 
 static IndexFetchTableData *

@@ -202,12 +202,6 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 				 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
 						RelationGetRelationName(table_rel)),
 				 errhint("Use CREATE INDEX without CONCURRENTLY.")));
-	if (scan != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("parallel index builds are not supported on colfile tables"),
-				 errhint("Set max_parallel_maintenance_workers to 0.")));
-
 	ColfileFlushAllForRead(RelationGetRelid(table_rel));
 	estate = CreateExecutorState();
 	econtext = GetPerTupleExprContext(estate);
@@ -216,15 +210,31 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
 	oldest_xmin = GetOldestNonRemovableTransactionId(table_rel);
 	fates = build_fates(table_rel->rd_node.relNode, oldest_xmin);
-	groups = live_groups(table_rel->rd_node.relNode, &ngroups);
+	/* a parallel build hands us its scan: claim groups from it */
+	if (scan != NULL)
+	{
+		ngroups = 0;
+		groups = NULL;
+	}
+	else
+		groups = live_groups(table_rel->rd_node.relNode, &ngroups);
 	proj = ColfileMakeProj(index_columns(index_info), RelationGetDescr(table_rel)->natts);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index build",
 								ALLOCSET_DEFAULT_SIZES);
 
-	for (g = 0; g < ngroups; g++)
+	for (g = 0;; g++)
 	{
-		ColfileGroupCache *gc = ColfileLoadGroup(table_rel, groups[g], cxt);
+		ColfileRowGroup *rg;
+		ColfileGroupCache *gc;
 		int			pos;
+
+		if (scan != NULL)
+			rg = ColfileScanNextGroup(scan);
+		else
+			rg = g < ngroups ? groups[g] : NULL;
+		if (rg == NULL)
+			break;
+		gc = ColfileLoadGroup(table_rel, rg, cxt);
 
 		for (pos = 0; pos < gc->rg.nrows; pos++)
 		{
