@@ -266,6 +266,7 @@ extern Bitmapset *ColfileParallelNeeded(Oid relid);
 extern void ColfileProjectionXactEnd(void);
 extern void ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed);
 extern ColfileRowGroup *ColfileScanNextGroup(TableScanDesc scan);
+extern void ColfileScanSetSkipQuals(TableScanDesc scan, List *quals, Index scanrelid);
 extern void ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed);
 
 #endif							/* MVINC_COLFILE_H */
