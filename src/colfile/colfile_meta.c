@@ -27,6 +27,7 @@
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -77,13 +78,19 @@ insert_with_index(Relation heap, Oid indexoid, HeapTuple tup, CommandId cid,
 {
 	Relation	idx;
 	IndexInfo  *ii;
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile metadata insert",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old;
 
 	heap_insert(heap, tup, cid, 0, NULL);
+	old = MemoryContextSwitchTo(tmp);
 	idx = index_open(indexoid, RowExclusiveLock);
 	ii = BuildIndexInfo(idx);
 	index_insert(idx, keys, keynulls, &tup->t_self, heap,
 				 unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, false, ii);
 	index_close(idx, RowExclusiveLock);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
 }
 
 /* Record a newly written row group */

@@ -222,21 +222,26 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 {
 	ColfileRowGroup rg;
 	ColfileGroupCache *gc;
-	MemoryContext cxt;
+	MemoryContext tmp,
+				old;
+	bool		found = false;
 
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
-	if (!ColfileRowVisible(rel, tid, snapshot, &rg))
-		return false;
-	/*
-	 * The decoded values must outlive this call (the slot points at them):
-	 * keep them in the slot's memory context, reset with the slot's owner.
-	 */
-	cxt = slot->tts_mcxt;
-	gc = ColfileLoadGroup(rel, &rg, cxt);
-	gc->by_block = true;
-	ColfileFillSlot(rel, gc, ColfilePosFor(rg.first_block, tid), slot, NULL);
-	ExecMaterializeSlot(slot);
-	ColfileFreeGroup(gc);
-	return true;
+	/* called per row (UPDATE, triggers, EvalPlanQual): nothing may leak */
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile fetch",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmp);
+	if (ColfileRowVisible(rel, tid, snapshot, &rg))
+	{
+		gc = ColfileLoadGroup(rel, &rg, tmp);
+		gc->by_block = true;
+		ColfileFillSlot(rel, gc, ColfilePosFor(rg.first_block, tid), slot, NULL);
+		/* copy byref values into the slot's own memory before tmp goes */
+		ExecMaterializeSlot(slot);
+		found = true;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+	return found;
 }

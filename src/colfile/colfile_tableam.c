@@ -89,6 +89,7 @@ typedef struct ColfileIndexFetchData
 	ColfileGroupCache *cur;
 	ColfileGroupCache *prev;
 	ColfileProj *proj;			/* NULL: every column */
+	MemoryContext tmp;			/* reset per fetch */
 } ColfileIndexFetchData;
 
 /* Remember which columns a scan must decode (NULL: all) */
@@ -369,8 +370,15 @@ row_visible(ColfileScanDesc s, int pos)
 	if (s->check_each)
 	{
 		ColfileRowGroup rg;
+		MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
+												  ALLOCSET_SMALL_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(tmp);
+		bool		visible;
 
-		return ColfileRowVisible(s->base.rs_rd, &tid, s->base.rs_snapshot, &rg);
+		visible = ColfileRowVisible(s->base.rs_rd, &tid, s->base.rs_snapshot, &rg);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(tmp);
+		return visible;
 	}
 	return true;
 }
@@ -528,6 +536,8 @@ colfile_index_fetch_begin(Relation rel)
 	f->base.rel = rel;
 	f->cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index fetch",
 								   ALLOCSET_DEFAULT_SIZES);
+	f->tmp = AllocSetContextCreate(f->cxt, "colfile index fetch per row",
+								   ALLOCSET_SMALL_SIZES);
 	return &f->base;
 }
 
@@ -553,11 +563,17 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	ColfileIndexFetchData *f = (ColfileIndexFetchData *) scan;
 	Relation	rel = f->base.rel;
 	ColfileRowGroup rg;
+	MemoryContext old;
+	bool		visible;
 
 	*call_again = false;
 	if (all_dead)
 		*all_dead = false;
-	if (!ColfileRowVisible(rel, tid, snapshot, &rg))
+	MemoryContextReset(f->tmp);
+	old = MemoryContextSwitchTo(f->tmp);
+	visible = ColfileRowVisible(rel, tid, snapshot, &rg);
+	MemoryContextSwitchTo(old);
+	if (!visible)
 		return false;
 	if (f->cur == NULL || f->cur->rg.first_block != rg.first_block ||
 		f->cur->rg.seq != rg.seq)
@@ -578,7 +594,6 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 			f->cur->by_block = true;
 		}
 	}
-	pfree(rg.directory);
 	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->proj);
 	return true;
 }
