@@ -31,8 +31,11 @@ CREATE TABLE mvinc.colfile_rowgroup (
     data_length bigint NOT NULL,
     directory bytea NOT NULL
 );
+-- row_count < 0: a reservation of -row_count TIDs by a write buffer whose
+-- rows are not written yet (tables with unique indexes); the real row sorts
+-- after it.
 CREATE UNIQUE INDEX colfile_rowgroup_key
-    ON mvinc.colfile_rowgroup (relfilenode, first_block);
+    ON mvinc.colfile_rowgroup (relfilenode, first_block, row_count);
 
 -- Row states: one tuple per deleted, updated or locked row version, whose
 -- xmin is the transaction that did it. kind: 'd' deleted, 'u' updated (the

@@ -88,7 +88,15 @@ typedef struct ColfileDirHeader
 	int32		pad;
 } ColfileDirHeader;
 
-/* A row group as read from mvinc.colfile_rowgroup */
+/*
+ * A row group as read from mvinc.colfile_rowgroup. nrows < 0 marks a
+ * reservation: a write buffer of a table with a unique index records its
+ * TID range (-nrows rows) before its rows are written, so that other
+ * sessions' uniqueness checks find the in-progress rows and wait. The real
+ * row has the same first_block and sorts after it (index on relfilenode,
+ * first_block, row_count), so lookups find it first; VACUUM removes
+ * reservations of finished transactions.
+ */
 typedef struct ColfileRowGroup
 {
 	int64		first_block;
@@ -147,6 +155,7 @@ extern bool ColfileIsColfileRel(Relation rel);
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);
 extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
+extern void ColfilePruneReservations(Oid relfilenode);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
@@ -218,6 +227,7 @@ extern void ColfileTidFor(int64 first_block, int pos, ItemPointer tid);
 extern int	ColfilePosFor(int64 first_block, ItemPointer tid);
 extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							  ColfileRowGroup *rg);
+extern void ColfileReaderXactEnd(void);
 extern bool ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 							TupleTableSlot *slot);
 

@@ -22,6 +22,7 @@
 #include "catalog/pg_attribute.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "utils/datum.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
@@ -381,7 +382,12 @@ decode_constant(Relation rel, ColfileChunkDesc *c, Form_pg_attribute att,
 	if (c != NULL && !att->attisdropped && !(c->flags & CHUNK_ALL_NULL))
 		return false;
 	if (c == NULL && !att->attisdropped)
+	{
+		/* copied: the relcache's copy may go away while ours is in use */
 		v = getmissingattr(RelationGetDescr(rel), attnum, &null);
+		if (!null)
+			v = datumCopy(v, att->attbyval, att->attlen);
+	}
 	for (r = 0; r < nrows; r++)
 	{
 		values[r] = v;

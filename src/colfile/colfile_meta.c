@@ -14,6 +14,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -93,7 +94,7 @@ insert_with_index(Relation heap, Oid indexoid, HeapTuple tup, CommandId cid,
 	MemoryContextDelete(tmp);
 }
 
-/* Record a newly written row group */
+/* Record a newly written row group, or a reservation (nrows < 0) */
 void
 ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
 {
@@ -116,6 +117,36 @@ ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
 	insert_with_index(meta, ids.rowgroup_idx, tup, cid, values, nulls, true);
 	heap_freetuple(tup);
 	table_close(meta, RowExclusiveLock);
+}
+
+/* Delete reservations of finished transactions (VACUUM) */
+void
+ColfilePruneReservations(Oid relfilenode)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, GetLatestSnapshot(), 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int32		nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if (nrows < 0 && !TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdIsInProgress(xmin))
+			simple_heap_delete(meta, &tup->t_self);
+	}
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
 }
 
 /*
@@ -192,7 +223,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
 	if (found &&
-		block >= rg->first_block + (rg->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
+		block >= rg->first_block + (Abs(rg->nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
 		found = false;
 	return found;
 }
@@ -224,6 +255,8 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 		rg = palloc(sizeof(ColfileRowGroup));
 
 		rowgroup_from_tuple(meta, tup, rg);
+		if (rg->nrows < 0)
+			continue;			/* a reservation: rows still being buffered */
 		result = lappend(result, rg);
 	}
 	systable_endscan_ordered(scan);

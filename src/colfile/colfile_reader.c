@@ -172,6 +172,20 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							 snapshot, rg))
 		return false;
 	pos = ColfilePosFor(rg->first_block, tid);
+	if (rg->nrows < 0)
+	{
+		/*
+		 * A reservation: rows still in their writer's buffer. Uniqueness
+		 * checks see them: a dirty snapshot with xmin set to the writer, so
+		 * that the checker waits for it, and SnapshotSelf (the writer's own
+		 * check that its new row is alive). MVCC snapshots never do (the
+		 * writer flushes before its own later commands read).
+		 */
+		if (snapshot->snapshot_type == SNAPSHOT_MVCC ||
+			snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC)
+			return false;
+		return pos >= 0 && pos < -rg->nrows;
+	}
 	if (pos < 0 || pos >= rg->nrows)
 		return false;
 
@@ -215,13 +229,32 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 	}
 }
 
+/*
+ * The row group last used by ColfileFetchRow, kept across calls: an UPDATE
+ * fetches its old rows one by one, mostly from the same group. Row groups
+ * never change once written, and (relfilenode, first_block, seq) never
+ * names another one, so the cache cannot go stale; the slot is
+ * materialized, so replacing the cache never pulls memory from under it.
+ */
+static ColfileGroupCache *fetch_cache = NULL;
+static Oid	fetch_cache_relfilenode = InvalidOid;
+
+/* Transaction end: drop the fetch cache */
+void
+ColfileReaderXactEnd(void)
+{
+	if (fetch_cache)
+		ColfileFreeGroup(fetch_cache);
+	fetch_cache = NULL;
+	fetch_cache_relfilenode = InvalidOid;
+}
+
 /* Fetch the row at tid if visible under snapshot, decoding every column */
 bool
 ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 				TupleTableSlot *slot)
 {
 	ColfileRowGroup rg;
-	ColfileGroupCache *gc;
 	MemoryContext tmp,
 				old;
 	bool		found = false;
@@ -230,14 +263,23 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	/* called per row (UPDATE, triggers, EvalPlanQual): nothing may leak */
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile fetch",
-								ALLOCSET_DEFAULT_SIZES);
+								ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(tmp);
-	if (ColfileRowVisible(rel, tid, snapshot, &rg))
+	if (ColfileRowVisible(rel, tid, snapshot, &rg) && rg.nrows >= 0)
 	{
-		gc = ColfileLoadGroup(rel, &rg, tmp);
-		gc->by_block = true;
-		ColfileFillSlot(rel, gc, ColfilePosFor(rg.first_block, tid), slot, NULL);
-		/* copy byref values into the slot's own memory before tmp goes */
+		if (fetch_cache == NULL ||
+			fetch_cache_relfilenode != rel->rd_node.relNode ||
+			fetch_cache->rg.first_block != rg.first_block ||
+			fetch_cache->rg.seq != rg.seq ||
+			fetch_cache->natts != RelationGetDescr(rel)->natts)
+		{
+			ColfileReaderXactEnd();
+			fetch_cache = ColfileLoadGroup(rel, &rg, TopMemoryContext);
+			fetch_cache->by_block = true;
+			fetch_cache_relfilenode = rel->rd_node.relNode;
+		}
+		ColfileFillSlot(rel, fetch_cache, ColfilePosFor(rg.first_block, tid), slot, NULL);
+		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);
 		found = true;
 	}

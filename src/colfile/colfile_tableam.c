@@ -575,6 +575,14 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	MemoryContextSwitchTo(old);
 	if (!visible)
 		return false;
+	if (rg.nrows < 0)
+	{
+		/* a reservation seen by a uniqueness check: the row exists, unread */
+		ExecStoreAllNullTuple(slot);
+		slot->tts_tid = *tid;
+		slot->tts_tableOid = RelationGetRelid(rel);
+		return true;
+	}
 	if (f->cur == NULL || f->cur->rg.first_block != rg.first_block ||
 		f->cur->rg.seq != rg.seq)
 	{
