@@ -18,6 +18,17 @@
  *  - Row states (deleted, updated to a new TID, locked) are tuples of the
  *	  heap table mvinc.colfile_rowstate, whose own xmin says who did it: that
  *	  is how MVCC, waiting and EvalPlanQual work without xids in our pages.
+ *  - Rows per group: the GUC mvinc.colfile_rows_per_group (default 10000),
+ *	  read when a group is written (PG15 has no reloptions for table AMs).
+ *	  Chunks are compressed in mini-blocks of 512 rows so that an index
+ *	  fetch decodes one block per needed column.
+ *
+ * Not supported (refused with an error): temporary and unlogged tables,
+ * TABLESAMPLE, CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
+ * Planned away: bitmap scans, TID range scans. Known differences from heap:
+ * a non-key UPDATE waits for FOR KEY SHARE lockers; VACUUM FULL, CLUSTER
+ * and TRUNCATE are not MVCC-safe for older snapshots; space of dropped row
+ * groups is reused only after VACUUM FULL.
  *-------------------------------------------------------------------------
  */
 #ifndef MVINC_COLFILE_H
@@ -193,10 +204,10 @@ extern bytea *ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 								 Datum **values, bool **isnull,
 								 StringInfo data);
 extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
-										  Form_pg_attribute att, int attnum,
+										  TupleDesc desc, int attnum,
 										  MemoryContext cxt);
 extern ColfileDecoded *ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg,
-										  Form_pg_attribute att, int attnum,
+										  TupleDesc desc, int attnum,
 										  int bno, MemoryContext cxt);
 extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
 extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,

@@ -349,6 +349,36 @@ decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnu
 	Size		off = hasnulls ? MAXALIGN((n + 7) / 8) : 0;
 	int			r;
 
+	/* fast path: fixed-width by-value values without nulls are a plain array */
+	if (!hasnulls && att->attbyval && att->attlen > 0)
+	{
+		Size		stride = att_align_nominal(att->attlen, att->attalign);
+
+		if (stride * n > raw_len)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block)));
+		switch (att->attlen)
+		{
+			case 8:
+				for (r = 0; r < n; r++)
+					values[r] = *(const Datum *) (raw + r * stride);
+				break;
+			case 4:
+				for (r = 0; r < n; r++)
+					values[r] = Int32GetDatum(*(const int32 *) (raw + r * stride));
+				break;
+			default:
+				for (r = 0; r < n; r++)
+					values[r] = fetch_att(raw + r * stride, true, att->attlen);
+				break;
+		}
+		memset(isnull, 0, sizeof(bool) * n);
+		return;
+	}
+
 	for (r = 0; r < n; r++)
 	{
 		if (hasnulls && (raw[r / 8] & (1 << (r % 8))))
@@ -358,7 +388,9 @@ decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnu
 			continue;
 		}
 		off = att_align_nominal(off, att->attalign);
-		if (off >= raw_len)
+		if (off >= raw_len || (att->attlen > 0 && off + att->attlen > raw_len) ||
+			(att->attlen == -1 && (off + VARHDRSZ > raw_len ||
+								   off + VARSIZE(raw + off) > raw_len)))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
@@ -372,7 +404,7 @@ decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnu
 
 /* A chunk that has no stored bytes (dropped, all NULL, added later) */
 static bool
-decode_constant(Relation rel, ColfileChunkDesc *c, Form_pg_attribute att,
+decode_constant(TupleDesc desc, ColfileChunkDesc *c, Form_pg_attribute att,
 				int attnum, int nrows, Datum *values, bool *isnull)
 {
 	bool		null = true;
@@ -384,7 +416,7 @@ decode_constant(Relation rel, ColfileChunkDesc *c, Form_pg_attribute att,
 	if (c == NULL && !att->attisdropped)
 	{
 		/* copied: the relcache's copy may go away while ours is in use */
-		v = getmissingattr(RelationGetDescr(rel), attnum, &null);
+		v = getmissingattr(desc, attnum, &null);
 		if (!null)
 			v = datumCopy(v, att->attbyval, att->attlen);
 	}
@@ -398,9 +430,10 @@ decode_constant(Relation rel, ColfileChunkDesc *c, Form_pg_attribute att,
 
 /* Read and decode the whole chunk of attnum in a row group */
 ColfileDecoded *
-ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
+ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 				   int attnum, MemoryContext cxt)
 {
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
 	int			nrows = rg->nrows;
@@ -414,7 +447,7 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
 	d->values = palloc(sizeof(Datum) * Max(nrows, 1));
 	d->isnull = palloc(sizeof(bool) * Max(nrows, 1));
 	d->raw = NULL;
-	if (decode_constant(rel, c, att, attnum, nrows, d->values, d->isnull))
+	if (decode_constant(desc, c, att, attnum, nrows, d->values, d->isnull))
 	{
 		MemoryContextSwitchTo(old);
 		return d;
@@ -462,9 +495,10 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
  * attnum: what an index fetch needs for a single row.
  */
 ColfileDecoded *
-ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
+ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 				   int attnum, int bno, MemoryContext cxt)
 {
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
 	int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
@@ -480,7 +514,7 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
 	d->values = palloc(sizeof(Datum) * Max(n, 1));
 	d->isnull = palloc(sizeof(bool) * Max(n, 1));
 	d->raw = NULL;
-	if (decode_constant(rel, c, att, attnum, n, d->values, d->isnull))
+	if (decode_constant(desc, c, att, attnum, n, d->values, d->isnull))
 	{
 		MemoryContextSwitchTo(old);
 		return d;

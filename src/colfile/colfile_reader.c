@@ -77,7 +77,11 @@ ColfileMakeProj(Bitmapset *needed, int natts)
 	return p;
 }
 
-/* Decode (once per group) and fetch one value */
+/*
+ * Decode (once per group) and fetch one value. The slot's descriptor, not
+ * the relation's, says how to read the stored bytes: ALTER COLUMN TYPE
+ * reads the old rows with the old descriptor after the catalog changed.
+ */
 static inline void
 fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot)
 {
@@ -99,7 +103,7 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 			gc->blocks[a] = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded *) * nblocks);
 		if (gc->blocks[a][bno] == NULL)
 			gc->blocks[a][bno] = ColfileDecodeBlock(rel, &gc->rg,
-													TupleDescAttr(RelationGetDescr(rel), a),
+													slot->tts_tupleDescriptor,
 													a + 1, bno, gc->cxt);
 		d = gc->blocks[a][bno];
 		slot->tts_values[a] = d->values[pos % COLFILE_ROWS_PER_MINIBLOCK];
@@ -107,8 +111,7 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		return;
 	}
 	if (gc->cols[a] == NULL)
-		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg,
-										 TupleDescAttr(RelationGetDescr(rel), a),
+		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg, slot->tts_tupleDescriptor,
 										 a + 1, gc->cxt);
 	slot->tts_values[a] = gc->cols[a]->values[pos];
 	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];

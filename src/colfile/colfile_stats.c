@@ -244,7 +244,7 @@ colfile_check(PG_FUNCTION_ARGS)
 			old = MemoryContextSwitchTo(cxt);
 			PG_TRY();
 			{
-				(void) ColfileDecodeChunk(rel, rg, TupleDescAttr(desc, a - 1), a, cxt);
+				(void) ColfileDecodeChunk(rel, rg, desc, a, cxt);
 			}
 			PG_CATCH();
 			{
