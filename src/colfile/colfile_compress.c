@@ -485,7 +485,6 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 		/* raw stays allocated in cxt: byref values point into it */
 	}
 	pfree(stored);
-	pfree(blocks);
 	MemoryContextSwitchTo(old);
 	return d;
 }
@@ -519,16 +518,23 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 		MemoryContextSwitchTo(old);
 		return d;
 	}
-	ColfileReadBytes(rel, rg->data_offset + c->offset, (char *) &nblocks, sizeof(uint32));
-	if (bno < 0 || (uint32) bno >= nblocks)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
-						RelationGetRelationName(rel), attnum,
-						(long long) rg->first_block, bno)));
+	/* the block count follows from the row count: read count and table at once */
+	nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
 	tablen = sizeof(ColfileBlockDesc) * nblocks;
-	blocks = palloc(tablen);
-	ColfileReadBytes(rel, rg->data_offset + c->offset + sizeof(uint32), (char *) blocks, tablen);
+	{
+		char	   *head = palloc(sizeof(uint32) + tablen);
+		uint32		stored_nblocks;
+
+		ColfileReadBytes(rel, rg->data_offset + c->offset, head, sizeof(uint32) + tablen);
+		memcpy(&stored_nblocks, head, sizeof(uint32));
+		if (stored_nblocks != nblocks || bno < 0 || (uint32) bno >= nblocks)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block, bno)));
+		blocks = (ColfileBlockDesc *) (head + sizeof(uint32));
+	}
 	pos = sizeof(uint32) + tablen;
 	for (i = 0; i < bno; i++)
 		pos += blocks[i].stored_len;
@@ -538,7 +544,6 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	decode_block(rel, rg, att, attnum, d->raw, blocks[bno].raw_len, n,
 				 (c->flags & CHUNK_HAS_NULLS) != 0, d->values, d->isnull);
 	pfree(stored);
-	pfree(blocks);
 	MemoryContextSwitchTo(old);
 	return d;
 }

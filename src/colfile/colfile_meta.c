@@ -27,6 +27,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -37,12 +38,37 @@
 #define Natts_rowgroup 7
 #define Natts_rowstate 4
 
-/* Resolve the metadata tables of the installed extension */
+static ColfileMetaRels cached_ids;
+static bool cached_ids_valid = false;
+static bool inval_registered = false;
+
+/* Any relcache invalidation of our tables (or of everything) drops the cache */
+static void
+meta_relcache_inval(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == cached_ids.rowgroup ||
+		relid == cached_ids.rowgroup_idx || relid == cached_ids.rowstate ||
+		relid == cached_ids.rowstate_idx || relid == cached_ids.seq)
+		cached_ids_valid = false;
+}
+
+/* Resolve the metadata tables of the installed extension (cached) */
 void
 ColfileMetaRelIds(ColfileMetaRels *ids)
 {
-	Oid			nsp = get_namespace_oid("mvinc", true);
+	Oid			nsp;
 
+	if (cached_ids_valid)
+	{
+		*ids = cached_ids;
+		return;
+	}
+	if (!inval_registered)
+	{
+		CacheRegisterRelcacheCallback(meta_relcache_inval, (Datum) 0);
+		inval_registered = true;
+	}
+	nsp = get_namespace_oid("mvinc", true);
 	if (!OidIsValid(nsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -60,6 +86,8 @@ ColfileMetaRelIds(ColfileMetaRels *ids)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("colfile metadata tables of extension \"mvinc\" are missing"),
 				 errhint("Reinstall the extension.")));
+	cached_ids = *ids;
+	cached_ids_valid = true;
 }
 
 /* Next sequence number for a row group */

@@ -190,7 +190,6 @@ void
 ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len)
 {
 	int64		done = 0;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
 	while (done < len)
 	{
@@ -201,21 +200,18 @@ ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len)
 		Buffer		buf;
 		Page		page;
 
-		if (blk >= nblocks)
-			nblocks = RelationGetNumberOfBlocks(rel);
-		if (blk >= nblocks)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("colfile table \"%s\" references block %u beyond its end",
-							RelationGetRelationName(rel), blk)));
+		/* a block past the end makes ReadBuffer fail: no size check per read */
 		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		if (((PageHeader) page)->pd_lower < COLFILE_PAYLOAD_START + off + n)
+		{
+			UnlockReleaseBuffer(buf);
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("colfile table \"%s\" references unwritten bytes in block %u",
 							RelationGetRelationName(rel), blk)));
+		}
 		memcpy(dst + done, (char *) page + COLFILE_PAYLOAD_START + off, n);
 		UnlockReleaseBuffer(buf);
 		done += n;
