@@ -41,12 +41,16 @@ CREATE UNIQUE INDEX colfile_rowgroup_key
 -- xmin is the transaction that did it. kind: 'd' deleted, 'u' updated (the
 -- new version is at new_tid), 'k' killed speculative insert, 'x' locked
 -- FOR [NO KEY] UPDATE, 's' locked FOR [KEY] SHARE. A lock ends with its
--- transaction; VACUUM removes records that no longer matter.
+-- transaction; VACUUM removes records that no longer matter. The deletion
+-- records of one statement share a sequence number from colfile_seq: they
+-- are that statement's "delete file", ordered against data files (and, in
+-- part 2, column files) by sequence number.
 CREATE TABLE mvinc.colfile_rowstate (
     relfilenode oid NOT NULL,
     row_tid tid NOT NULL,
     kind "char" NOT NULL,
-    new_tid tid
+    new_tid tid,
+    seq bigint              -- deletions: one sequence number per statement
 );
 CREATE INDEX colfile_rowstate_key
     ON mvinc.colfile_rowstate (relfilenode, row_tid);

@@ -36,7 +36,7 @@
 #include "colfile/colfile.h"
 
 #define Natts_rowgroup 7
-#define Natts_rowstate 4
+#define Natts_rowstate 5
 
 static ColfileMetaRels cached_ids;
 static bool cached_ids_valid = false;
@@ -403,6 +403,24 @@ ColfilePruneRowStates(Oid relfilenode)
 	return n;
 }
 
+/* One sequence number per (transaction, command): a statement's delete file */
+static int64
+statement_seq(CommandId cid)
+{
+	static TransactionId seq_xid = InvalidTransactionId;
+	static CommandId seq_cid = InvalidCommandId;
+	static int64 seq = 0;
+	TransactionId xid = GetCurrentTransactionId();
+
+	if (xid != seq_xid || cid != seq_cid)
+	{
+		seq = ColfileNextSeq();
+		seq_xid = xid;
+		seq_cid = cid;
+	}
+	return seq;
+}
+
 /* Record a row state (deletion, update, lock, kill) with a command id */
 void
 ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
@@ -423,6 +441,10 @@ ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 		values[3] = ItemPointerGetDatum(new_tid);
 	else
 		nulls[3] = true;
+	if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+		values[4] = Int64GetDatum(statement_seq(cid));
+	else
+		nulls[4] = true;
 	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
 	insert_with_index(meta, ids.rowstate_idx, tup, cid, values, nulls, false);
 	heap_freetuple(tup);

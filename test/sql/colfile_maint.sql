@@ -39,3 +39,16 @@ VACUUM FULL m;
 SELECT row_groups, live_rows, deleted_rows FROM mvinc.colfile_stats('m');
 SELECT * FROM mvinc.colfile_check('m');
 DROP TABLE m;
+-- deletions of one statement form one delete file (one sequence number)
+CREATE TABLE df (id int) USING colfile;
+INSERT INTO df SELECT generate_series(1, 100);
+DELETE FROM df WHERE id <= 10;
+DELETE FROM df WHERE id > 90;
+UPDATE df SET id = -id WHERE id = 50;
+SELECT row_groups, live_rows, deleted_rows, delete_files FROM mvinc.colfile_stats('df');
+BEGIN;
+SELECT count(*) FROM (SELECT * FROM df WHERE id BETWEEN 20 AND 29 FOR SHARE) x;
+SELECT locked_rows FROM mvinc.colfile_stats('df');
+COMMIT;
+SELECT locked_rows FROM mvinc.colfile_stats('df');
+DROP TABLE df;
