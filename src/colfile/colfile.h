@@ -23,6 +23,10 @@
  *	  Chunks are compressed in mini-blocks of 512 rows so that an index
  *	  fetch decodes one block per needed column.
  *
+ * SERIALIZABLE works through the metadata tables: scans read them under the
+ * transaction snapshot, so SSI's predicate locks and conflict checks on
+ * them see every row group and deletion (coarser than heap, never weaker).
+ *
  * Not supported (refused with an error): temporary and unlogged tables,
  * TABLESAMPLE, CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
  * Planned away: bitmap scans, TID range scans. Known differences from heap:
