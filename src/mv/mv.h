@@ -1,9 +1,165 @@
 /*-------------------------------------------------------------------------
  * mv.h
  *	  Interface of the mv subsystem: incremental materialized views.
+ *
+ *	  An incremental view is a real materialized view (relkind 'm', kept
+ *	  empty but marked populated) plus a storage table mvinc.mv_<oid> that
+ *	  holds its physical rows, plus one row in mvinc.mv_view.  Reads of the
+ *	  view are redirected by the planner hook to the storage (when fresh) or
+ *	  to the original query (live); see mv_read.c.
  *-------------------------------------------------------------------------
  */
 #ifndef MVINC_MV_H
 #define MVINC_MV_H
+
+#include "access/xlogdefs.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
+
+/* What a view materializes */
+typedef enum MvKind
+{
+	MV_KIND_AGGREGATE,			/* GROUP BY and/or aggregates: state rows */
+	MV_KIND_PROJECTION			/* filtered projection: one row per source row */
+} MvKind;
+
+/* Role of one physical column of the storage table */
+typedef enum MvColRole
+{
+	MV_COL_GROUP,				/* group key (k<n>) */
+	MV_COL_AGG,					/* aggregate state, bytea (s<n>) */
+	MV_COL_PLAIN,				/* projected expression (c<n>) */
+	MV_COL_COUNT,				/* hidden count(*) of the group */
+	MV_COL_ROWID				/* hidden source row identity column */
+} MvColRole;
+
+typedef struct MvColumn
+{
+	MvColRole	role;
+	AttrNumber	attnum;			/* view column number, 0 when hidden */
+	char	   *physname;		/* column of the storage table */
+	Oid			typid;			/* logical type (result type for aggs) */
+	int32		typmod;
+	Oid			collation;
+	Expr	   *expr;			/* over the source (varno 1); Aggref for aggs */
+	Oid			aggfnoid;		/* MV_COL_AGG only */
+	Oid			sourceid;		/* the source table (for deparsing expr) */
+	AttrNumber	srcattnum;		/* MV_COL_ROWID only: source column */
+	bool		derived_count;	/* MV_COL_AGG count(*): read _mvinc_count */
+	bool		shared;			/* MV_COL_AGG: reads another column's state */
+} MvColumn;
+
+/* A validated view definition */
+typedef struct MvDef
+{
+	MvKind		kind;
+	Oid			sourceid;
+	Query	   *query;
+	Node	   *where;			/* WHERE over the source, or NULL */
+	bool		has_group_by;
+	List	   *columns;		/* MvColumn *, in storage column order */
+	List	   *viewcols;		/* MvColumn * for view column 1..n, in order */
+	bool		retractable;	/* every aggregate can retract (agg_apply) */
+} MvDef;
+
+/* A catalog row of mvinc.mv_view */
+typedef struct MvCatalog
+{
+	Oid			viewid;
+	Oid			sourceid;
+	MvKind		kind;
+	char	   *storage_name;
+	Oid			storage_oid;	/* InvalidOid when the table is missing */
+	bool		populated;
+	int32		source_generation;
+	int32		built_generation;
+	char	   *checkpoint_snapshot;	/* pg_snapshot text or NULL */
+	XLogRecPtr	checkpoint_lsn;
+} MvCatalog;
+
+/* Result of one refresh */
+typedef struct MvRefreshResult
+{
+	const char *mode;
+	int64		changes;
+	XLogRecPtr	from_lsn;
+	XLogRecPtr	to_lsn;
+} MvRefreshResult;
+
+/* mv_init.c */
+extern int	mvinc_fresh_wait;
+typedef struct MvInternal
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;
+} MvInternal;
+extern void MvBecomeInternal(MvInternal *save);
+extern void MvEndInternal(MvInternal *save);
+extern void MvSpiConnect(void);
+extern void MvSpiFinish(void);
+extern bool MvincExtensionReady(void);
+extern Oid	MvincSchemaOid(void);
+
+/* mv_analyze.c */
+extern MvDef *MvAnalyzeQuery(Query *query, const char *viewname, bool report);
+extern MvDef *MvDefForView(Oid viewid);
+extern char *MvConsumerName(Oid viewid);
+
+/* mv_catalog.c */
+#define MV_LOOKUP_NEW		0	/* a new snapshot (read committed) */
+#define MV_LOOKUP_LATEST	1	/* the latest snapshot (refresh, view locked) */
+#define MV_LOOKUP_ACTIVE	2	/* the statement's snapshot (reads) */
+extern MvCatalog *MvCatalogLookup(Oid viewid, int how);
+extern bool MvIsIncrementalView(Oid relid);
+extern bool MvIsStorageTable(Oid relid);
+extern bool MvIsSource(Oid relid);
+extern void MvCatalogInsert(Oid viewid, MvDef *def, const char *definition,
+							const char *cluster_by);
+extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
+								   const char *mode, bool populated);
+extern Oid	MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by);
+extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name);
+extern void MvForgetView(Oid viewid, Oid sourceid);
+extern void MvCatalogMarkStale(Oid viewid);
+
+/* mv_capture.c */
+extern XLogRecPtr MvInsertLsn(void);
+extern bool MvCaptureAvailable(void);
+extern Oid	MvTrack(Oid relid, bool full_old_rows);
+extern bool MvTryTrack(Oid relid, bool full_old_rows);
+extern Oid	MvChangeLogRelid(Oid relid);
+extern void MvWaitForCapture(XLogRecPtr lsn);
+extern bool MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);
+extern void MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn);
+extern void MvDropConsumer(Oid relid, const char *consumer);
+extern XLogRecPtr MvRetainedFrom(Oid relid);
+
+/* mv_state.c */
+extern char *MvStateAggSql(MvColumn *col, const char *alias);
+extern char *MvStateMergeSql(MvColumn *col, const char *left, const char *right);
+extern char *MvStateCombineSql(MvColumn *col, const char *state);
+extern char *MvStateFinalSql(MvColumn *col, const char *state);
+extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias,
+							   bool ordered);
+extern bool MvAggSupported(Oid aggfnoid, const char **why);
+extern bool MvAggRetractable(Oid aggfnoid);
+
+/* mv_refresh.c */
+extern int	mvinc_refresh_depth;
+extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
+extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
+extern bool MvXactModified(Oid relid);
+extern void MvRefreshInit(void);
+extern void MvNoteSourceWrite(Oid relid);
+extern bool MvHasOwnChanges(void);
+extern char *MvSourceName(Oid relid);
+
+/* mv_read.c */
+extern void MvReadInit(void);
+extern bool MvIsFresh(Oid viewid);
+
+/* mv_utility.c */
+extern void MvUtilityInit(void);
 
 #endif							/* MVINC_MV_H */

@@ -1,15 +1,138 @@
 /*-------------------------------------------------------------------------
  * mv_init.c
- *	  Start-up of the mv subsystem (incremental materialized views): GUCs and hooks.
+ *	  Start-up of the mv subsystem (incremental materialized views): hooks,
+ *	  and the cheap checks every hook makes first (is the extension
+ *	  installed in this database, where is its schema).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "catalog/pg_authid.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "commands/extension.h"
+#include "utils/lsyscache.h"
+
 #include "mvinc.h"
 #include "mv/mv.h"
+
+/* Oid of schema mvinc, or InvalidOid (a syscache lookup) */
+Oid
+MvincSchemaOid(void)
+{
+	return get_namespace_oid("mvinc", true);
+}
+
+/*
+ * True when mvinc is installed in this database with the mv catalog in
+ * place (false while its install script runs).
+ */
+bool
+MvincExtensionReady(void)
+{
+	Oid			schema;
+
+	if (creating_extension)
+		return false;
+	schema = MvincSchemaOid();
+	if (!OidIsValid(schema) || !OidIsValid(get_relname_relid("mv_view", schema)))
+		return false;
+	return OidIsValid(get_extension_oid("mvinc", true));
+}
+
+/*
+ * Run the subsystem's own SQL (catalog, change log, storage) with the
+ * rights of the bootstrap superuser and search_path pinned to pg_catalog,
+ * so that it works for every view owner and cannot be redirected.  User
+ * code in view definitions is limited to built-in functions unless a
+ * superuser created the view (mv_analyze.c).  An error restores both with
+ * the (sub)transaction.
+ */
+void
+MvBecomeInternal(MvInternal *save)
+{
+	GetUserIdAndSecContext(&save->userid, &save->sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	save->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+/* Back to the caller's user and search_path */
+void
+MvEndInternal(MvInternal *save)
+{
+	AtEOXact_GUC(true, save->nestlevel);
+	SetUserIdAndSecContext(save->userid, save->sec_context);
+}
+
+/* Stack of internal sections opened by MvSpiConnect */
+#define MV_SPI_DEPTH 32
+static MvInternal spi_stack[MV_SPI_DEPTH];
+static int	spi_level[MV_SPI_DEPTH];	/* transaction nest level of each */
+static int	spi_depth = 0;
+
+/* SPI_connect as the internal user (see MvBecomeInternal) */
+void
+MvSpiConnect(void)
+{
+	if (spi_depth >= MV_SPI_DEPTH)
+		elog(ERROR, "mvinc internal SQL nested too deeply");
+	spi_level[spi_depth] = GetCurrentTransactionNestLevel();
+	MvBecomeInternal(&spi_stack[spi_depth++]);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/* SPI_finish and back to the caller's user */
+void
+MvSpiFinish(void)
+{
+	SPI_finish();
+	MvEndInternal(&spi_stack[--spi_depth]);
+}
+
+/* Forget open sections after an error (the transaction restored the rest) */
+static void
+mv_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		spi_depth = 0;
+}
+
+/* Forget the sections of an aborted subtransaction */
+static void
+mv_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		int			level = GetCurrentTransactionNestLevel();
+
+		while (spi_depth > 0 && spi_level[spi_depth - 1] >= level)
+			spi_depth--;
+	}
+}
+
+/* mvinc.fresh_wait: ms a read waits for capture before going live */
+int			mvinc_fresh_wait = 2000;
 
 /* Install the mv subsystem's GUCs and hooks */
 void
 MvincMvInit(void)
 {
+	DefineCustomIntVariable("mvinc.fresh_wait",
+							"How long a read of an incremental view waits for change capture to catch up.",
+							"After this many milliseconds the read answers from the source (the live path).",
+							&mvinc_fresh_wait, 2000, 0, 600000,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	MvUtilityInit();
+	MvReadInit();
+	MvRefreshInit();
+	RegisterXactCallback(mv_xact_callback, NULL);
+	RegisterSubXactCallback(mv_subxact_callback, NULL);
 }

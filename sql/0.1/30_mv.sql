@@ -1,0 +1,99 @@
+
+-- mvinc install script, part 30: incremental materialized views.
+-- The catalog (one row per view, one per storage column), the SQL surface
+-- and the event triggers that follow DROP and ALTER of views and sources.
+
+-- One row per incremental view.  Keyed by the view (regclass, so that a
+-- dump restores the key by name); storage_oid tells whether the storage
+-- table of this row exists in this database (after a restore it does not,
+-- and the view's first REFRESH rebuilds it).
+CREATE TABLE mvinc.mv_view (
+    view                regclass PRIMARY KEY,
+    source              regclass NOT NULL,
+    kind                text NOT NULL CHECK (kind IN ('aggregate', 'projection')),
+    definition          text NOT NULL,      -- the original query
+    query_tree          text NOT NULL,      -- its parsed form (nodeToString)
+    cluster_by          text,
+    storage_name        name NOT NULL,      -- table in schema mvinc
+    storage_oid         oid NOT NULL,
+    source_generation   integer NOT NULL DEFAULT 0,  -- bumped by DDL on the source
+    built_generation    integer,            -- generation the storage was built at
+    populated           boolean NOT NULL DEFAULT false,
+    checkpoint_snapshot pg_snapshot,        -- source snapshot the storage reflects
+    checkpoint_lsn      pg_lsn,             -- change-log rows of invisible xacts are > this
+    last_refresh        timestamptz,
+    last_mode           text
+);
+CREATE INDEX mv_view_source ON mvinc.mv_view (source);
+
+-- Logical -> physical schema: which storage column makes which view column.
+CREATE TABLE mvinc.mv_column (
+    view          regclass NOT NULL REFERENCES mvinc.mv_view ON DELETE CASCADE,
+    physical_name name NOT NULL,
+    role          text NOT NULL CHECK (role IN ('group', 'aggregate', 'column', 'count', 'rowid')),
+    view_attnum   smallint,                 -- NULL for hidden columns
+    aggregate     regprocedure,             -- role 'aggregate'
+    type          text NOT NULL,
+    expression    text,
+    -- a physical column may make several view columns (count(*) is the
+    -- hidden count; sum and avg of one argument share one state)
+    UNIQUE NULLS NOT DISTINCT (view, physical_name, view_attnum)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('mvinc.mv_view', '');
+SELECT pg_catalog.pg_extension_config_dump('mvinc.mv_column', '');
+
+CREATE FUNCTION mvinc.refresh(view regclass, "full" boolean DEFAULT false,
+        OUT mode text, OUT changes_applied bigint, OUT from_lsn pg_lsn, OUT to_lsn pg_lsn)
+    RETURNS SETOF record
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'mvinc_refresh';
+
+CREATE FUNCTION mvinc.read_path(view regclass) RETURNS text
+    LANGUAGE c STRICT STABLE
+    AS 'MODULE_PATHNAME', 'mvinc_read_path';
+
+-- Used by the read redirection: is the storage of the view fresh for the
+-- current statement?  Stable, so it is evaluated once per execution.
+CREATE FUNCTION mvinc._fresh(view oid) RETURNS boolean
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
+    AS 'MODULE_PATHNAME', 'mvinc_fresh';
+
+CREATE FUNCTION mvinc._pending_changes(view regclass) RETURNS bigint
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_pending_changes';
+
+CREATE FUNCTION mvinc._storage_rows(view regclass) RETURNS bigint
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_storage_rows';
+
+CREATE VIEW mvinc.views AS
+    SELECT v.view, v.source, v.kind, v.checkpoint_lsn,
+           mvinc._pending_changes(v.view) AS pending_changes,
+           v.last_refresh, v.last_mode AS last_refresh_mode,
+           mvinc._storage_rows(v.view) AS storage_rows,
+           v.populated
+      FROM mvinc.mv_view v;
+-- like pg_matviews: everyone may list the views
+GRANT SELECT ON mvinc.views TO PUBLIC;
+
+-- DROP of a view (or of its source with CASCADE): forget its catalog rows
+-- and its capture consumer.  Storage goes with the view (internal dependency).
+CREATE FUNCTION mvinc._on_sql_drop() RETURNS event_trigger
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'mvinc_on_sql_drop';
+CREATE EVENT TRIGGER mvinc_mv_sql_drop ON sql_drop
+    EXECUTE FUNCTION mvinc._on_sql_drop();
+
+-- ALTER of a source bumps its generation: the next refresh is 'full'.
+CREATE FUNCTION mvinc._on_ddl_end() RETURNS event_trigger
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'mvinc_on_ddl_end';
+CREATE EVENT TRIGGER mvinc_mv_ddl_end ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION mvinc._on_ddl_end();
+
+-- Reads of a view are redirected to mvinc.mv_<oid> and mvinc._fresh():
+-- everyone may look the schema up; the storage tables and functions keep
+-- their own privileges (storage belongs to the view owner).
+GRANT USAGE ON SCHEMA mvinc TO PUBLIC;

@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ * capture_retention.c
+ *	  Consumers of change logs (mvinc.consumers) and retention.
+ *
+ *	  A change log whose source has consumers loses the rows with lsn <=
+ *	  the smallest needed_lsn of its consumers, deleted by the capture
+ *	  worker 10000 per transaction; mvinc.tracked.retained_from records the
+ *	  bound first, so a consumer can tell that rows it needs are gone.  A
+ *	  source with no consumer (tracked only through mvinc.track) keeps every
+ *	  row until it is untracked.  The same pass untracks sources dropped in
+ *	  ways the utility hook does not see (DROP SCHEMA ... CASCADE, DROP OWNED).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
+
+#include "mvinc.h"
+#include "capture/capture.h"
+
+/* Record that a consumer needs the rows of a source with lsn > needed_lsn */
+void
+MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn)
+{
+	int			spi_nest;
+	Oid			argtypes[3] = {OIDOID, TEXTOID, PG_LSNOID};
+	Datum		args[3] = {ObjectIdGetDatum(relid), CStringGetTextDatum(consumer),
+	LSNGetDatum(needed_lsn)};
+
+	if (!OidIsValid(MvincChangeLogRelid(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not tracked", get_rel_name(relid)),
+				 errhint("Call mvinc.track first.")));
+	spi_nest = MvincSpiConnect();
+	if (SPI_execute_with_args("INSERT INTO mvinc.consumers (relid, consumer, needed_lsn) "
+							  "VALUES ($1, $2, $3) ON CONFLICT (relid, consumer) "
+							  "DO UPDATE SET needed_lsn = EXCLUDED.needed_lsn",
+							  3, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record consumer");
+	MvincSpiFinish(spi_nest);
+}
+
+/* Forget a consumer */
+void
+MvincDropConsumer(Oid relid, const char *consumer)
+{
+	int			spi_nest;
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(consumer)};
+
+	spi_nest = MvincSpiConnect();
+	if (SPI_execute_with_args("DELETE FROM mvinc.consumers WHERE relid = $1 AND consumer = $2",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not drop consumer");
+	MvincSpiFinish(spi_nest);
+}
+
+/* Rows of the source's change log with lsn <= this were removed */
+XLogRecPtr
+MvincRetainedFrom(Oid relid)
+{
+	int			spi_nest;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	XLogRecPtr	result = InvalidXLogRecPtr;
+
+	spi_nest = MvincSpiConnect();
+	if (SPI_execute_with_args("SELECT retained_from FROM mvinc.tracked WHERE relid = $1",
+							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = DatumGetLSN(d);
+	}
+	MvincSpiFinish(spi_nest);
+	return result;
+}
+
+/*
+ * Worker: delete change log rows no consumer needs, 10000 per transaction,
+ * and untrack sources that no longer exist (dropped by DROP SCHEMA CASCADE
+ * or DROP OWNED, which the utility hook does not see).
+ */
+void
+MvincRetentionPass(void)
+{
+	int			spi_nest;
+	List	   *work = NIL;
+	ListCell   *lc;
+	MemoryContext pass_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc retention",
+												   ALLOCSET_SMALL_SIZES);
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	spi_nest = MvincSpiConnect();
+	if (SPI_execute("SELECT t.relid, t.changelog, "
+					"       (SELECT min(c.needed_lsn) FROM mvinc.consumers c WHERE c.relid = t.relid), "
+					"       NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.oid = t.relid) "
+					"FROM mvinc.tracked t", true, 0) == SPI_OK_SELECT)
+	{
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	td = SPI_tuptable->tupdesc;
+			bool		n1,
+						n2,
+						n3,
+						n4;
+			Oid			relid = DatumGetObjectId(SPI_getbinval(tup, td, 1, &n1));
+			Oid			logid = DatumGetObjectId(SPI_getbinval(tup, td, 2, &n2));
+			Datum		needed = SPI_getbinval(tup, td, 3, &n3);
+			bool		orphan = DatumGetBool(SPI_getbinval(tup, td, 4, &n4));
+			MemoryContext old = MemoryContextSwitchTo(pass_cxt);
+
+			if (orphan)
+				work = lappend(work, list_make3_oid(relid, logid, InvalidOid));
+			else if (!n3)
+			{
+				XLogRecPtr *p = palloc(sizeof(XLogRecPtr));
+
+				*p = DatumGetLSN(needed);
+				work = lappend(work, list_make2(list_make2_oid(relid, logid), p));
+			}
+			MemoryContextSwitchTo(old);
+		}
+	}
+	MvincSpiFinish(spi_nest);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, work)
+	{
+		List	   *item = lfirst(lc);
+
+		if (list_length(item) == 3)
+		{
+			StartTransactionCommand();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			MvincDropTracking(linitial_oid(item), lsecond_oid(item));
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+		}
+		else
+		{
+			List	   *ids = linitial(item);
+			XLogRecPtr	needed = *(XLogRecPtr *) lsecond(item);
+			Oid			relid = linitial_oid(ids);
+			Oid			logid = lsecond_oid(ids);
+
+			for (;;)
+			{
+				char	   *logname;
+				StringInfoData sql;
+				uint64		deleted = 0;
+				Oid			argtypes[2] = {OIDOID, PG_LSNOID};
+				Datum		args[2] = {ObjectIdGetDatum(relid), LSNGetDatum(needed)};
+
+				StartTransactionCommand();
+				PushActiveSnapshot(GetTransactionSnapshot());
+				logname = get_rel_name(logid);
+				if (logname != NULL)
+				{
+					spi_nest = MvincSpiConnect();
+					/* Publish the bound before any row below it goes */
+					SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $2 "
+										  "WHERE relid = $1 AND retained_from < $2",
+										  2, argtypes, args, NULL, false, 0);
+					initStringInfo(&sql);
+					appendStringInfo(&sql,
+									 "DELETE FROM %s WHERE ctid = ANY (ARRAY("
+									 "SELECT ctid FROM %s WHERE _mvinc_lsn <= $2 LIMIT 10000))",
+									 quote_qualified_identifier(MVINC_SCHEMA, logname),
+									 quote_qualified_identifier(MVINC_SCHEMA, logname));
+					if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) == SPI_OK_DELETE)
+						deleted = SPI_processed;
+					MvincSpiFinish(spi_nest);
+				}
+				PopActiveSnapshot();
+				CommitTransactionCommand();
+				if (deleted < 10000)
+					break;
+				CHECK_FOR_INTERRUPTS();
+			}
+		}
+	}
+	MemoryContextDelete(pass_cxt);
+}
+
+/*
+ * The capture slot had to be recreated: change log rows up to upto may be
+ * missing.  Recorded as retention is, in retained_from, and the applied
+ * position moves there.
+ */
+void
+MvincMarkChangesLost(XLogRecPtr upto)
+{
+	int			spi_nest;
+	Oid			argtypes[1] = {PG_LSNOID};
+	Datum		args[1] = {LSNGetDatum(upto)};
+
+	spi_nest = MvincSpiConnect();
+	if (SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $1 WHERE retained_from < $1",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("UPDATE mvinc.capture_progress SET applied_lsn = $1",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record lost changes");
+	MvincSpiFinish(spi_nest);
+}

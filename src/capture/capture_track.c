@@ -1,0 +1,597 @@
+/*-------------------------------------------------------------------------
+ * capture_track.c
+ *	  Tracking: which sources are captured (mvinc.tracked) and their change
+ *	  log tables (created, kept in step with ALTER TABLE, dropped).
+ *
+ *	  Change logs are created and altered as the extension's owner, so any
+ *	  owner of a source can track it; each change log is a member of the
+ *	  extension (DROP EXTENSION drops it, pg_dump skips it).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "mvinc.h"
+#include "capture/capture.h"
+
+/* OID of mvinc.tracked, or InvalidOid */
+Oid
+MvincTrackedRelid(void)
+{
+	Oid			nsp = get_namespace_oid(MVINC_SCHEMA, true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return get_relname_relid(MVINC_TRACKED_TABLE, nsp);
+}
+
+/* The change log of a tracked source, InvalidOid when not tracked */
+Oid
+MvincChangeLogRelid(Oid relid)
+{
+	Oid			tracked = MvincTrackedRelid();
+	Oid			nsp;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	Oid			result = InvalidOid;
+
+	if (!OidIsValid(tracked))
+		return InvalidOid;
+	nsp = get_namespace_oid(MVINC_SCHEMA, false);
+	rel = table_open(tracked, AccessShareLock);
+	ScanKeyInit(&key, Anum_tracked_relid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, get_relname_relid(MVINC_TRACKED_PKEY, nsp),
+							  true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+
+		result = DatumGetObjectId(heap_getattr(tup, Anum_tracked_changelog,
+											   RelationGetDescr(rel), &isnull));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * SPI_connect with search_path = pg_catalog, pg_temp for the statements we
+ * generate, so that no object of the caller's search_path can stand in
+ * for a function or operator they use.  Pair with MvincSpiFinish.
+ */
+int
+MvincSpiConnect(void)
+{
+	int			nestlevel;
+
+	SPI_connect();
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/* Undo MvincSpiConnect */
+void
+MvincSpiFinish(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
+	SPI_finish();
+}
+
+/* Run a statement through SPI, erroring out on failure */
+static void
+run_sql(const char *sql, int expected)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute failed (%d): %s", rc, sql);
+}
+
+/* Run a statement with one oid argument */
+static void
+run_sql_oid(const char *sql, Oid arg, int expected)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(arg)};
+	int			rc = SPI_execute_with_args(sql, 1, argtypes, args, NULL, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute failed (%d): %s", rc, sql);
+}
+
+/* Become the extension's owner for DDL on change logs; returns the old state */
+static void
+become_extension_owner(Oid *save_userid, int *save_sec)
+{
+	Oid			extoid = get_extension_oid("mvinc", false);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	Oid			owner;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "extension mvinc not found");
+	owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	GetUserIdAndSecContext(save_userid, save_sec);
+	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+/* Column definition "name type [COLLATE c]" of a source column */
+static void
+append_column_def(StringInfo s, Form_pg_attribute att)
+{
+	appendStringInfo(s, "%s %s", quote_identifier(NameStr(att->attname)),
+					 format_type_extended(att->atttypid, att->atttypmod,
+										  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+	if (OidIsValid(att->attcollation) &&
+		att->attcollation != get_typcollation(att->atttypid))
+	{
+		HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(att->attcollation));
+		Form_pg_collation coll;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for collation %u", att->attcollation);
+		coll = (Form_pg_collation) GETSTRUCT(tup);
+		appendStringInfo(s, " COLLATE %s",
+						 quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+													NameStr(coll->collname)));
+		ReleaseSysCache(tup);
+	}
+}
+
+/* Refuse sources that cannot be captured */
+static void
+check_trackable(Relation rel, bool full_old_rows)
+{
+	const char *name = RelationGetRelationName(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	char		relkind = rel->rd_rel->relkind;
+
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track partitioned table \"%s\"", name),
+				 errdetail("Changes of a partitioned table are decoded per partition."),
+				 errhint("Track each partition instead.")));
+	if (relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot track \"%s\"", name),
+				 errdetail("\"%s\" is not a table; only ordinary tables have changes in the WAL.", name)));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track temporary table \"%s\"", name),
+				 errdetail("Changes of temporary tables are not decoded.")));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track unlogged table \"%s\"", name),
+				 errdetail("Changes of unlogged tables are not written to the WAL."),
+				 errhint("Make it logged with ALTER TABLE ... SET LOGGED.")));
+	if (IsCatalogRelation(rel) || RelationGetRelid(rel) < FirstNormalObjectId)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track system catalog \"%s\"", name)));
+	if (RelationGetNamespace(rel) == get_namespace_oid(MVINC_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track \"%s\"", name),
+				 errdetail("Tables in schema \"%s\" belong to mvinc itself.", MVINC_SCHEMA)));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strncmp(NameStr(att->attname), "_mvinc_", 7) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_RESERVED_NAME),
+					 errmsg("cannot track table \"%s\"", name),
+					 errdetail("Column \"%s\" uses the prefix \"_mvinc_\", which is reserved for change log columns.",
+							   NameStr(att->attname)),
+					 errhint("Rename the column.")));
+	}
+	if (!full_old_rows && rel->rd_rel->relreplident != REPLICA_IDENTITY_FULL &&
+		(rel->rd_rel->relreplident == REPLICA_IDENTITY_NOTHING ||
+		 !OidIsValid(RelationGetReplicaIndex(rel))))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot track table \"%s\"", name),
+				 errdetail("The table has no primary key and no replica identity, so updated and deleted rows cannot be identified."),
+				 errhint("Add a primary key, or call mvinc.track('%s', full_old_rows => true).",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), name))));
+}
+
+/*
+ * Wait until this database's capture slot exists: a change committed
+ * after track() must be decoded, so the slot must start before that.
+ */
+static void
+wait_for_slot(void)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	bool		has_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	int			timeout_ms = has_xid ? 10000 : 60000;
+
+	for (;;)
+	{
+		CaptureWorkerSlot *s;
+		bool		ready = false;
+		char		err[MVINC_ERRMSG_LEN] = "";
+
+		if (MvincCaptureShared == NULL)
+			MvincCheckServerSetup();
+		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+		s = MvincCaptureSlotFor(MyDatabaseId, false);
+		if (s != NULL)
+		{
+			ready = s->slot_ready;
+			strlcpy(err, s->last_error, sizeof(err));
+		}
+		LWLockRelease(MvincCaptureShared->lock);
+		if (ready)
+			return;
+		if (s == NULL || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
+		{
+			if (s == NULL)
+				MvincStartWorker(MyDatabaseId, false);
+			if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the mvinc capture worker of database \"%s\" is not ready",
+								get_database_name(MyDatabaseId)),
+						 err[0] ? errdetail("Its last error: %s", err) :
+						 errdetail("Its replication slot is not created yet."),
+						 errhint("Check mvinc.capture, then retry%s.",
+								 has_xid ? " in a transaction that has not written yet" : "")));
+		}
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
+}
+
+/* Start capturing a table's changes; returns its change log (idempotent) */
+Oid
+MvincTrack(Oid relid, bool full_old_rows)
+{
+	int			spi_nest;
+	Relation	rel;
+	Oid			logid;
+	Oid			save_userid;
+	int			save_sec;
+	StringInfoData sql;
+	TupleDesc	desc;
+	char		logname[NAMEDATALEN];
+	char	   *qualname;
+	char		replident;
+
+	/* Keep the lock, but close the relation: ALTER TABLE refuses open ones */
+	rel = relation_open(relid, ShareUpdateExclusiveLock);
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	check_trackable(rel, full_old_rows);
+	desc = CreateTupleDescCopy(RelationGetDescr(rel));
+	replident = rel->rd_rel->relreplident;
+	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+										  RelationGetRelationName(rel));
+	relation_close(rel, NoLock);
+
+	wait_for_slot();
+	MvincHoldHorizonFor(relid);
+
+	logid = MvincChangeLogRelid(relid);
+	if (OidIsValid(logid) && (!full_old_rows || replident == REPLICA_IDENTITY_FULL))
+		return logid;
+
+	become_extension_owner(&save_userid, &save_sec);
+	spi_nest = MvincSpiConnect();
+	initStringInfo(&sql);
+
+	if (full_old_rows && replident != REPLICA_IDENTITY_FULL)
+	{
+		appendStringInfo(&sql, "ALTER TABLE %s REPLICA IDENTITY FULL", qualname);
+		run_sql(sql.data, SPI_OK_UTILITY);
+		resetStringInfo(&sql);
+	}
+
+	if (!OidIsValid(logid))
+	{
+		snprintf(logname, sizeof(logname), MVINC_CHANGELOG_PREFIX "%u", relid);
+		appendStringInfo(&sql, "CREATE TABLE %s ("
+						 "_mvinc_lsn pg_catalog.pg_lsn NOT NULL, "
+						 "_mvinc_xid pg_catalog.xid8 NOT NULL, "
+						 "_mvinc_time pg_catalog.timestamptz NOT NULL, "
+						 "_mvinc_seq pg_catalog.int4 NOT NULL, "
+						 "_mvinc_op pg_catalog.\"char\" NOT NULL, "
+						 "_mvinc_image pg_catalog.\"char\" NOT NULL",
+						 quote_qualified_identifier(MVINC_SCHEMA, logname));
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (att->attisdropped)
+				continue;
+			appendStringInfoString(&sql, ", ");
+			append_column_def(&sql, att);
+		}
+		appendStringInfoString(&sql, ")");
+		run_sql(sql.data, SPI_OK_UTILITY);
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE INDEX ON %s (_mvinc_lsn)",
+						 quote_qualified_identifier(MVINC_SCHEMA, logname));
+		run_sql(sql.data, SPI_OK_UTILITY);
+		CommandCounterIncrement();
+		logid = get_relname_relid(logname, get_namespace_oid(MVINC_SCHEMA, false));
+
+		/* A member of the extension, as ALTER EXTENSION ADD would make it */
+		if (!creating_extension)
+		{
+			ObjectAddress obj,
+						ext;
+
+			ObjectAddressSet(obj, RelationRelationId, logid);
+			ObjectAddressSet(ext, ExtensionRelationId, get_extension_oid("mvinc", false));
+			recordDependencyOn(&obj, &ext, DEPENDENCY_EXTENSION);
+		}
+		{
+			Oid			argtypes[3] = {OIDOID, OIDOID, BOOLOID};
+			Datum		args[3] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(logid),
+			BoolGetDatum(full_old_rows)};
+
+			if (SPI_execute_with_args("INSERT INTO mvinc.tracked (relid, changelog, full_old_rows) "
+									  "VALUES ($1, $2, $3)", 3, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not insert into mvinc.tracked");
+		}
+	}
+	else
+		run_sql_oid("UPDATE mvinc.tracked SET full_old_rows = true WHERE relid = $1",
+					relid, SPI_OK_UPDATE);
+
+	MvincSpiFinish(spi_nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
+
+	/* Decoding learns about the change at our commit, in WAL order */
+	CacheInvalidateRelcacheByRelid(relid);
+	return logid;
+}
+
+/* Drop a change log and the tracking row (no checks) */
+void
+MvincDropTracking(Oid relid, Oid logid)
+{
+	int			spi_nest;
+	Oid			save_userid;
+	int			save_sec;
+
+	become_extension_owner(&save_userid, &save_sec);
+	spi_nest = MvincSpiConnect();
+	run_sql_oid("DELETE FROM mvinc.consumers WHERE relid = $1", relid, SPI_OK_DELETE);
+	run_sql_oid("DELETE FROM mvinc.tracked WHERE relid = $1", relid, SPI_OK_DELETE);
+	MvincSpiFinish(spi_nest);
+	if (OidIsValid(logid) && get_rel_name(logid) != NULL)
+	{
+		ObjectAddress obj;
+
+		ObjectAddressSet(obj, RelationRelationId, logid);
+		performDeletion(&obj, DROP_RESTRICT,
+						PERFORM_DELETION_INTERNAL | PERFORM_DELETION_SKIP_EXTENSIONS |
+						PERFORM_DELETION_QUIETLY);
+	}
+	SetUserIdAndSecContext(save_userid, save_sec);
+	CacheInvalidateRelcacheByRelid(relid);
+}
+
+/* Consumers of a source, as a comma-separated list (NULL when none) */
+static char *
+consumer_list(Oid relid)
+{
+	int			spi_nest;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	char	   *result = NULL;
+
+	spi_nest = MvincSpiConnect();
+	if (SPI_execute_with_args("SELECT string_agg(pg_catalog.quote_ident(consumer), ', ' ORDER BY consumer) "
+							  "FROM mvinc.consumers WHERE relid = $1",
+							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v != NULL)
+			result = MemoryContextStrdup(TopTransactionContext, v);
+	}
+	MvincSpiFinish(spi_nest);
+	return result;
+}
+
+/* Stop capturing a table's changes and drop its change log */
+void
+MvincUntrack(Oid relid)
+{
+	Oid			logid;
+	char	   *consumers;
+	Relation	rel = relation_open(relid, ShareUpdateExclusiveLock);
+
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	logid = MvincChangeLogRelid(relid);
+	if (!OidIsValid(logid))
+	{
+		relation_close(rel, NoLock);
+		return;
+	}
+	consumers = consumer_list(relid);
+	if (consumers != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot untrack table \"%s\"", RelationGetRelationName(rel)),
+				 errdetail("Its changes are still consumed by: %s.", consumers),
+				 errhint("Drop the views that read it first.")));
+	MvincDropTracking(relid, logid);
+	relation_close(rel, NoLock);
+}
+
+/* DROP TABLE of a source: untrack it, whoever consumes it */
+void
+MvincForgetDroppedSource(Oid relid)
+{
+	Oid			logid = MvincChangeLogRelid(relid);
+
+	if (OidIsValid(logid))
+		MvincDropTracking(relid, logid);
+}
+
+/* After ALTER TABLE of a tracked source: add and drop change log columns */
+void
+MvincSyncChangeLog(Oid relid)
+{
+	int			spi_nest;
+	Oid			logid = MvincChangeLogRelid(relid);
+	Relation	src,
+				log;
+	TupleDesc	sdesc,
+				ldesc;
+	StringInfoData sql;
+	char	   *logname;
+	Oid			save_userid;
+	int			save_sec;
+	bool		any = false;
+
+	if (!OidIsValid(logid))
+		return;
+	src = relation_open(relid, AccessShareLock);
+	log = relation_open(logid, AccessExclusiveLock);
+	sdesc = RelationGetDescr(src);
+	ldesc = RelationGetDescr(log);
+	logname = quote_qualified_identifier(MVINC_SCHEMA, RelationGetRelationName(log));
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE %s", logname);
+
+	for (int i = 0; i < sdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(sdesc, i);
+		bool		found = false;
+
+		if (att->attisdropped)
+			continue;
+		for (int j = MVINC_META_COLUMNS; j < ldesc->natts; j++)
+		{
+			Form_pg_attribute latt = TupleDescAttr(ldesc, j);
+
+			if (!latt->attisdropped && strcmp(NameStr(latt->attname), NameStr(att->attname)) == 0)
+			{
+				found = true;
+				/* A changed type: convert the logged values through text */
+				if (latt->atttypid != att->atttypid || latt->atttypmod != att->atttypmod)
+				{
+					char	   *type = format_type_extended(att->atttypid, att->atttypmod,
+															FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+
+					appendStringInfo(&sql, "%s ALTER COLUMN %s TYPE %s USING %s::pg_catalog.text::%s",
+									 any ? "," : "", quote_identifier(NameStr(att->attname)), type,
+									 quote_identifier(NameStr(att->attname)), type);
+					any = true;
+				}
+			}
+		}
+		if (!found)
+		{
+			appendStringInfoString(&sql, any ? ", ADD COLUMN " : " ADD COLUMN ");
+			append_column_def(&sql, att);
+			any = true;
+		}
+	}
+	for (int j = MVINC_META_COLUMNS; j < ldesc->natts; j++)
+	{
+		Form_pg_attribute latt = TupleDescAttr(ldesc, j);
+
+		if (latt->attisdropped)
+			continue;
+		if (get_attnum(relid, NameStr(latt->attname)) == InvalidAttrNumber)
+		{
+			appendStringInfo(&sql, "%s DROP COLUMN %s", any ? "," : "",
+							 quote_identifier(NameStr(latt->attname)));
+			any = true;
+		}
+	}
+	relation_close(src, NoLock);
+	relation_close(log, NoLock);
+	if (!any)
+		return;
+
+	become_extension_owner(&save_userid, &save_sec);
+	spi_nest = MvincSpiConnect();
+	run_sql(sql.data, SPI_OK_UTILITY);
+	MvincSpiFinish(spi_nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+/* After ALTER TABLE ... RENAME COLUMN of a tracked source: rename it in the change log */
+void
+MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname)
+{
+	int			spi_nest;
+	Oid			logid = MvincChangeLogRelid(relid);
+	StringInfoData sql;
+	Oid			save_userid;
+	int			save_sec;
+
+	if (!OidIsValid(logid) || get_attnum(logid, oldname) == InvalidAttrNumber)
+		return;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE %s RENAME COLUMN %s TO %s",
+					 quote_qualified_identifier(MVINC_SCHEMA, get_rel_name(logid)),
+					 quote_identifier(oldname), quote_identifier(newname));
+	become_extension_owner(&save_userid, &save_sec);
+	spi_nest = MvincSpiConnect();
+	run_sql(sql.data, SPI_OK_UTILITY);
+	MvincSpiFinish(spi_nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+

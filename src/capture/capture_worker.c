@@ -1,0 +1,618 @@
+/*-------------------------------------------------------------------------
+ * capture_worker.c
+ *	  The capture launcher and the per-database capture worker.
+ *
+ *	  The launcher runs once at server start: it starts a worker for every
+ *	  database that accepts connections, and the worker exits at once where
+ *	  the extension is not installed.  CREATE EXTENSION starts the worker of
+ *	  its database (mvinc._start_worker); that worker first waits for the
+ *	  creating transaction to end.
+ *
+ *	  The worker owns slot mvinc_<dboid>.  It keeps one decoding context
+ *	  alive and feeds it record by record (as the walsender does), reading
+ *	  only WAL that is flushed.  The output plugin buffers the changes of
+ *	  tracked tables; the worker writes them, with the new applied position,
+ *	  in one local transaction per batch (capture_writer.c), flushes that
+ *	  commit, and only then confirms the slot.  A batch ends at a record
+ *	  boundary once it holds mvinc.capture_batch_rows rows or the worker has
+ *	  read all flushed WAL, so a source transaction is never split.
+ *
+ *	  Exactly once: a restart re-decodes from the slot's confirmed position;
+ *	  transactions whose commit ends at or before the applied position read
+ *	  back from mvinc.capture_progress are skipped.  The worker's own
+ *	  transactions carry origin DoNotReplicateId and are filtered out.
+ *
+ *	  Errors: the message is recorded in shared memory (mvinc.capture) and
+ *	  the worker exits; the postmaster restarts it and it sleeps 2^n seconds
+ *	  (at most 60) after n consecutive failures before it starts again.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogutils.h"
+#include "catalog/pg_database.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "mvinc.h"
+#include "capture/capture.h"
+
+/* How long a batch may wait for more changes once all WAL is read */
+#define BATCH_GATHER_MS		10
+
+CaptureWorkerSlot *MyCaptureSlot = NULL;
+
+/* Fill in the registration of a database's capture worker */
+static void
+worker_registration(BackgroundWorker *bgw, Oid dboid, TransactionId xid)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = 1;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "mvinc");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "MvincWorkerMain");
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "mvinc capture worker for database %u", dboid);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "mvinc capture worker");
+	bgw->bgw_main_arg = ObjectIdGetDatum(dboid);
+	memcpy(bgw->bgw_extra, &xid, sizeof(xid));
+	bgw->bgw_notify_pid = 0;
+}
+
+/* Launcher: register a worker, false when no worker slot is free */
+static bool
+try_start_worker(Oid dboid)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+
+	worker_registration(&bgw, dboid, InvalidTransactionId);
+	return RegisterDynamicBackgroundWorker(&bgw, &handle);
+}
+
+/* Start the capture worker of a database (no-op if it runs) */
+void
+MvincStartWorker(Oid dboid, bool error_if_none)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+	TransactionId xid = InvalidTransactionId;
+
+	if (error_if_none)
+		xid = GetTopTransactionIdIfAny();
+
+	worker_registration(&bgw, dboid, xid);
+
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	{
+		ereport(error_if_none ? ERROR : WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start the mvinc capture worker for database %u", dboid),
+				 errdetail("All background worker slots are in use."),
+				 errhint("Increase \"max_worker_processes\" (now %d) and restart the server.",
+						 max_worker_processes)));
+	}
+}
+
+/* Set the latch of a database's capture worker */
+void
+MvincWakeWorker(Oid dboid)
+{
+	CaptureWorkerSlot *s;
+
+	if (MvincCaptureShared == NULL)
+		return;
+	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+	s = MvincCaptureSlotFor(dboid, false);
+	if (s != NULL && s->pid != 0 && s->latch != NULL)
+		SetLatch(s->latch);
+	LWLockRelease(MvincCaptureShared->lock);
+}
+
+/*
+ * DROP DATABASE: a database with a replication slot or a connected worker
+ * cannot be dropped, so stop the worker for good (db_dropped keeps the
+ * postmaster's restart of it from connecting) and drop the slot.  Returns
+ * whether there was anything to stop.
+ */
+bool
+MvincStopWorkerForDropdb(Oid dboid)
+{
+	CaptureWorkerSlot *s;
+	char		name[NAMEDATALEN];
+	int			pid = 0;
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (MvincCaptureShared == NULL)
+		return false;
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	s = MvincCaptureSlotFor(dboid, false);
+	if (s != NULL)
+	{
+		s->db_dropped = true;
+		pid = s->pid;
+	}
+	LWLockRelease(MvincCaptureShared->lock);
+	if (s == NULL)
+		return false;
+
+	while (pid != 0)
+	{
+		if (kill(pid, SIGTERM) != 0 && errno == ESRCH)
+			break;
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), 30000))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("the mvinc capture worker of database %u did not stop", dboid)));
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+		pid = s->pid;
+		LWLockRelease(MvincCaptureShared->lock);
+	}
+	MvincCaptureSlotName(dboid, name);
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		ReplicationSlotDrop(name, true);
+	return true;
+}
+
+/* After a failed DROP DATABASE: let the worker run again */
+void
+MvincResumeWorker(Oid dboid)
+{
+	CaptureWorkerSlot *s;
+
+	if (MvincCaptureShared == NULL)
+		return;
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	s = MvincCaptureSlotFor(dboid, false);
+	if (s != NULL)
+		s->db_dropped = false;
+	LWLockRelease(MvincCaptureShared->lock);
+	MvincStartWorker(dboid, false);
+}
+
+/* Launcher: start a worker in every database that may have the extension */
+void
+MvincLauncherMain(Datum arg)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	List	   *dbs = NIL;
+	ListCell   *lc;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (db->datallowconn && !db->datistemplate)
+			dbs = lappend_oid(dbs, db->oid);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	/*
+	 * Workers of databases without the extension exit at once; when all
+	 * worker slots are taken, wait for some to free up and retry.
+	 */
+	foreach(lc, dbs)
+	{
+		for (int attempt = 0; !try_start_worker(lfirst_oid(lc)); attempt++)
+		{
+			if (attempt == 60)
+			{
+				MvincStartWorker(lfirst_oid(lc), false);	/* logs the WARNING */
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	proc_exit(0);
+}
+
+/* Release the shared entry at exit */
+static void
+worker_shmem_exit(int code, Datum arg)
+{
+	if (MyCaptureSlot == NULL)
+		return;
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	MyCaptureSlot->pid = 0;
+	MyCaptureSlot->latch = NULL;
+	MyCaptureSlot->slot_ready = false;
+	/* A clean exit: no extension here any more, the entry is free again */
+	if (code == 0 && !MyCaptureSlot->db_dropped)
+		memset(MyCaptureSlot, 0, sizeof(CaptureWorkerSlot));
+	LWLockRelease(MvincCaptureShared->lock);
+	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
+}
+
+/* Is the extension (still) installed in this database? */
+static bool
+extension_exists(void)
+{
+	bool		exists;
+
+	StartTransactionCommand();
+	exists = OidIsValid(get_extension_oid("mvinc", true));
+	CommitTransactionCommand();
+	return exists;
+}
+
+/* Drop this database's slot, if it exists */
+static void
+drop_own_slot(void)
+{
+	char		name[NAMEDATALEN];
+
+	MvincCaptureSlotName(MyDatabaseId, name);
+	if (MyReplicationSlot != NULL)
+		ReplicationSlotRelease();
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		ReplicationSlotDrop(name, true);
+}
+
+/* Create the slot unless it exists (then true); returns once it is consistent */
+static bool
+ensure_slot(void)
+{
+	char		name[NAMEDATALEN];
+	LogicalDecodingContext *ctx;
+
+	MvincCaptureSlotName(MyDatabaseId, name);
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		return false;
+
+	CheckLogicalDecodingRequirements();
+	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+	ctx = CreateInitDecodingContext("mvinc", NIL, false, InvalidXLogRecPtr,
+									XL_ROUTINE(.page_read = read_local_xlog_page,
+											   .segment_open = wal_segment_open,
+											   .segment_close = wal_segment_close),
+									NULL, NULL, NULL);
+	DecodingContextFindStartpoint(ctx);
+	FreeDecodingContext(ctx);
+	ReplicationSlotPersist();
+	ReplicationSlotRelease();
+	return true;
+}
+
+/* Publish the captured position and wake the waiters */
+static void
+publish_progress(XLogRecPtr captured)
+{
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	MyCaptureSlot->captured_lsn = captured;
+	MyCaptureSlot->confirmed_lsn = MyReplicationSlot->data.confirmed_flush;
+	MyCaptureSlot->failures = 0;
+	LWLockRelease(MvincCaptureShared->lock);
+	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
+}
+
+/* Write the buffered changes up to position upto, then confirm the slot */
+static void
+apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
+{
+	if (MvincCaptureBufferedRows > 0 || tuplestore_tuple_count(MvincCaptureBuffer) > 0)
+	{
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MvincWriterApplyBuffer(*applied, upto);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		/* The slot must never be ahead of a lost commit */
+		XLogFlush(GetXLogInsertRecPtr());
+		tuplestore_clear(MvincCaptureBuffer);
+		MvincCaptureBufferedRows = 0;
+		*applied = upto;
+	}
+	if (upto > MyReplicationSlot->data.confirmed_flush)
+	{
+		LogicalConfirmReceivedLocation(upto);
+		MvincHorizonAdvance(false);
+	}
+	publish_progress(upto);
+}
+
+/* Decode and apply forever */
+static void
+capture_loop(void)
+{
+	char		name[NAMEDATALEN];
+	LogicalDecodingContext *ctx;
+	MemoryContext loop_cxt;
+	XLogRecPtr	applied;
+	TimestampTz batch_start = 0;
+	TimestampTz last_check = GetCurrentTimestamp();
+	TimestampTz last_retention = 0;
+	bool		created;
+
+	MvincCaptureSlotName(MyDatabaseId, name);
+	created = ensure_slot();
+	ReplicationSlotAcquire(name, true);
+
+	/*
+	 * The WAL we still needed was removed (max_slot_wal_keep_size): start a
+	 * new slot and record, as retention does, that change log rows up to
+	 * its start may be missing, so that consumers rebuild.
+	 */
+	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+	{
+		XLogRecPtr	lost_from = MyReplicationSlot->data.confirmed_flush;
+
+		ReplicationSlotRelease();
+		ReplicationSlotDrop(name, true);
+		(void) ensure_slot();
+		ReplicationSlotAcquire(name, true);
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" was invalidated: changes committed between %X/%X and %X/%X were not captured",
+						name, LSN_FORMAT_ARGS(lost_from),
+						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
+				 errdetail("The WAL they were in was removed before the capture worker read it."),
+				 errhint("Consumers of the change logs rebuild; raise \"max_slot_wal_keep_size\" to avoid this.")));
+	}
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	applied = MvincWriterReadProgress();
+
+	/* Someone dropped our slot after changes were applied: same loss */
+	if (created && applied != InvalidXLogRecPtr)
+	{
+		ereport(WARNING,
+				(errmsg("replication slot \"%s\" was dropped: changes committed between %X/%X and %X/%X were not captured",
+						name, LSN_FORMAT_ARGS(applied),
+						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
+				 errhint("Consumers of the change logs rebuild; do not drop the slots named mvinc_<database oid>.")));
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		applied = MyReplicationSlot->data.confirmed_flush;
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	if (applied > MyReplicationSlot->data.confirmed_flush)
+		LogicalConfirmReceivedLocation(applied);
+	MvincHorizonAdvance(true);
+
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc capture",
+									 ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(loop_cxt);
+	MvincCaptureBufferDesc = CreateTemplateTupleDesc(1);
+	/* text: a varlena the builtin initialiser knows; it holds bytes */
+	TupleDescInitBuiltinEntry(MvincCaptureBufferDesc, 1, "rec", TEXTOID, -1, 0);
+	MvincCaptureBuffer = tuplestore_begin_heap(false, true, work_mem);
+	MvincCaptureBufferedRows = 0;
+	MvincCaptureWorkerMode = true;
+
+	ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
+								XL_ROUTINE(.page_read = read_local_xlog_page,
+										   .segment_open = wal_segment_open,
+										   .segment_close = wal_segment_close),
+								NULL, NULL, NULL);
+	XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
+
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	MyCaptureSlot->slot_ready = true;
+	LWLockRelease(MvincCaptureShared->lock);
+	publish_progress(Max(applied, MyReplicationSlot->data.confirmed_flush));
+
+	for (;;)
+	{
+		XLogRecPtr	flush;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		flush = GetFlushRecPtr(NULL);
+		if (ctx->reader->EndRecPtr < flush)
+		{
+			XLogRecord *record;
+			char	   *errm = NULL;
+
+			record = XLogReadRecord(ctx->reader, &errm);
+			if (errm)
+				elog(ERROR, "could not read WAL: %s", errm);
+			if (record != NULL)
+				LogicalDecodingProcessRecord(ctx, ctx->reader);
+
+			if (MvincCaptureBufferedRows > 0 && batch_start == 0)
+				batch_start = GetCurrentTimestamp();
+			if (MvincCaptureBufferedRows >= mvinc_capture_batch_rows ||
+				(batch_start != 0 &&
+				 TimestampDifferenceExceeds(batch_start, GetCurrentTimestamp(), 200)))
+			{
+				apply_batch(&applied, ctx->reader->EndRecPtr);
+				batch_start = 0;
+			}
+			continue;
+		}
+
+		/*
+		 * All flushed WAL is decoded.  Under a steady stream of small
+		 * commits this happens after every few of them: gather a few
+		 * milliseconds' worth before writing, so that the worker commits
+		 * (and flushes WAL) at most about every BATCH_GATHER_MS, not once
+		 * per source transaction.
+		 */
+		if (batch_start != 0 &&
+			!TimestampDifferenceExceeds(batch_start, GetCurrentTimestamp(), BATCH_GATHER_MS))
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
+		apply_batch(&applied, ctx->reader->EndRecPtr);
+		batch_start = 0;
+
+		if (TimestampDifferenceExceeds(last_check, GetCurrentTimestamp(), 1000))
+		{
+			last_check = GetCurrentTimestamp();
+			if (!extension_exists())
+			{
+				FreeDecodingContext(ctx);
+				drop_own_slot();
+				ereport(LOG,
+						(errmsg("mvinc capture worker for database %u stops: the extension was dropped",
+								MyDatabaseId)));
+				proc_exit(0);
+			}
+			MvincHorizonRecheck();
+		}
+		if (TimestampDifferenceExceeds(last_retention, GetCurrentTimestamp(),
+									   mvinc_retention_interval_ms))
+		{
+			last_retention = GetCurrentTimestamp();
+			MvincRetentionPass();
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 mvinc_capture_naptime_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* Worker entry point: one per database */
+void
+MvincWorkerMain(Datum arg)
+{
+	Oid			dboid = DatumGetObjectId(arg);
+	TransactionId creator;
+	int			failures;
+
+	memcpy(&creator, MyBgworkerEntry->bgw_extra, sizeof(creator));
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	/* Its database is being dropped: do not even connect */
+	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+	MyCaptureSlot = MvincCaptureSlotFor(dboid, false);
+	if (MyCaptureSlot != NULL && MyCaptureSlot->db_dropped)
+	{
+		LWLockRelease(MvincCaptureShared->lock);
+		proc_exit(0);
+	}
+	LWLockRelease(MvincCaptureShared->lock);
+	MyCaptureSlot = NULL;
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	/* Claim the database's entry: one worker per database */
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	MyCaptureSlot = MvincCaptureSlotFor(dboid, true);
+	if (MyCaptureSlot == NULL || (MyCaptureSlot->pid != 0 && MyCaptureSlot->pid != MyProcPid))
+	{
+		bool		full = MyCaptureSlot == NULL;
+
+		MyCaptureSlot = NULL;
+		LWLockRelease(MvincCaptureShared->lock);
+		if (full)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("no mvinc capture worker for database %u", dboid),
+					 errhint("Increase \"mvinc.capture_max_databases\" and restart the server.")));
+		proc_exit(0);
+	}
+	MyCaptureSlot->pid = MyProcPid;
+	MyCaptureSlot->latch = MyLatch;
+	failures = MyCaptureSlot->failures;
+	LWLockRelease(MvincCaptureShared->lock);
+	on_shmem_exit(worker_shmem_exit, (Datum) 0);
+
+	/* Back off after failures */
+	if (failures > 0)
+	{
+		long		delay = 1000L << Min(failures, 6);
+
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(delay, 60000L), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+
+	/* Started by CREATE EXTENSION: wait until it ends */
+	if (TransactionIdIsValid(creator))
+	{
+		StartTransactionCommand();
+		XactLockTableWait(creator, NULL, NULL, XLTW_None);
+		CommitTransactionCommand();
+	}
+
+	/*
+	 * Debian's 15.19+ only loads output plugins named in the (superuser)
+	 * setting output_plugin_libraries.  This process is mvinc's own, so it
+	 * allows its own library for itself only; users who want the textual
+	 * output of plugin "mvinc" add it to that setting.
+	 */
+	if (GetConfigOption("output_plugin_libraries", true, false) != NULL)
+		SetConfigOption("output_plugin_libraries", "mvinc", PGC_SUSET, PGC_S_SESSION);
+
+	/* The worker's own writes are not decoded back */
+	replorigin_session_origin = DoNotReplicateId;
+
+	PG_TRY();
+	{
+		if (!extension_exists())
+		{
+			drop_own_slot();
+			proc_exit(0);
+		}
+		capture_loop();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		LWLockReleaseAll();
+		LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+		strlcpy(MyCaptureSlot->last_error, edata->message ? edata->message : "unknown error",
+				MVINC_ERRMSG_LEN);
+		MyCaptureSlot->last_error_time = GetCurrentTimestamp();
+		MyCaptureSlot->failures++;
+		LWLockRelease(MvincCaptureShared->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}

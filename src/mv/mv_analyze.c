@@ -1,0 +1,570 @@
+/*-------------------------------------------------------------------------
+ * mv_analyze.c
+ *	  Query analysis of incremental views: decides whether a definition can
+ *	  be maintained incrementally (refusing every other shape with an error
+ *	  that names the construct) and derives the physical schema: group keys,
+ *	  one bytea state column per aggregate and a hidden count, or projected
+ *	  columns plus the source row identity.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/transam.h"
+#include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "miscadmin.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_proc.h"
+#include "commands/extension.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "rewrite/prs2lock.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+
+#include "mv/aggstate.h"
+#include "mv/mv.h"
+
+static const char *refused_view;
+
+/* Refuse the definition: the detail names the construct */
+static void
+refuse(const char *detail, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("materialized view \"%s\" cannot be maintained incrementally",
+					refused_view),
+			 errdetail_internal("%s", detail),
+			 errhint("%s", hint)));
+}
+
+/* Walker state: finds the first offending node in an expression */
+typedef struct CheckCtx
+{
+	Oid			mutable_func;
+	Oid			user_func;		/* first function that is not built in */
+	bool		system_column;
+	bool		whole_row;
+	bool		nested_agg;
+	int			agg_depth;
+} CheckCtx;
+
+/* Remember the first function that is not immutable */
+static bool
+mutable_func_checker(Oid func_id, void *context)
+{
+	CheckCtx   *ctx = (CheckCtx *) context;
+
+	if (func_id >= FirstNormalObjectId && !OidIsValid(ctx->user_func) &&
+		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
+		ctx->user_func = func_id;
+	if (func_volatile(func_id) != PROVOLATILE_IMMUTABLE)
+	{
+		if (!OidIsValid(ctx->mutable_func))
+			ctx->mutable_func = func_id;
+		return true;
+	}
+	return false;
+}
+
+/* Walk an expression looking for what incremental views cannot keep */
+static bool
+check_walker(Node *node, CheckCtx *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varattno < 0)
+			ctx->system_column = true;
+		else if (var->varattno == 0)
+			ctx->whole_row = true;
+		return false;
+	}
+	if (IsA(node, Aggref))
+	{
+		bool		r;
+
+		if (ctx->agg_depth > 0)
+			ctx->nested_agg = true;
+		ctx->agg_depth++;
+		r = expression_tree_walker(node, check_walker, ctx);
+		ctx->agg_depth--;
+		return r;
+	}
+	check_functions_in_node(node, mutable_func_checker, ctx);
+	return expression_tree_walker(node, check_walker, ctx);
+}
+
+/* Check an expression for system columns and mutable functions */
+static void
+check_expr(Node *node, const char *where)
+{
+	CheckCtx	ctx = {0};
+
+	check_walker(node, &ctx);
+	if (ctx.system_column)
+		refuse(psprintf("The %s references a system column.", where),
+			   "Use only ordinary columns of the source table.");
+	if (ctx.whole_row)
+		refuse(psprintf("The %s references a whole row of the source table.", where),
+			   "List the columns instead.");
+	if (OidIsValid(ctx.mutable_func))
+		refuse(psprintf("The %s calls %s, which is not immutable.", where,
+						format_procedure(ctx.mutable_func)),
+			   "Use only immutable functions and operators in an incremental view.");
+	if (OidIsValid(ctx.user_func) && !superuser())
+		refuse(psprintf("The %s calls the user-defined function %s.", where,
+						format_procedure(ctx.user_func)),
+			   "Only a superuser can create an incremental view that calls user-defined functions, because refresh runs them with elevated rights.");
+	if (contain_mutable_functions(node))
+		refuse(psprintf("The %s uses an expression that is not immutable.", where),
+			   "Use only immutable functions and operators in an incremental view.");
+}
+
+/* Find the target entry whose ressortgroupref is ref */
+static TargetEntry *
+tle_by_ref(List *tlist, Index ref)
+{
+	ListCell   *lc;
+
+	foreach(lc, tlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->ressortgroupref == ref)
+			return tle;
+	}
+	return NULL;
+}
+
+/* True when the target entry's ressortgroupref is one of the GROUP BY items */
+static bool
+is_group_key(Query *q, TargetEntry *tle)
+{
+	ListCell   *lc;
+
+	if (tle->ressortgroupref == 0)
+		return false;
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+
+		if (sgc->tleSortGroupRef == tle->ressortgroupref)
+			return true;
+	}
+	return false;
+}
+
+/* Make a storage column */
+static MvColumn *
+make_column(MvColRole role, const char *physname, Node *expr)
+{
+	MvColumn   *col = palloc0(sizeof(MvColumn));
+
+	col->role = role;
+	col->physname = physname ? pstrdup(physname) : NULL;
+	if (expr)
+	{
+		col->expr = (Expr *) expr;
+		col->typid = exprType(expr);
+		col->typmod = exprTypmod(expr);
+		col->collation = exprCollation(expr);
+	}
+	return col;
+}
+
+/* Check the FROM item and return the source's range table index */
+static int
+check_from(Query *q)
+{
+	Node	   *item;
+	RangeTblEntry *rte;
+	Relation	rel;
+	int			rtindex;
+
+	if (q->jointree == NULL || list_length(q->jointree->fromlist) == 0)
+		refuse("The query has no FROM clause.",
+			   "Select from exactly one table.");
+	if (list_length(q->jointree->fromlist) > 1)
+		refuse("The query joins two or more tables.",
+			   "Define one incremental view per table, or drop the mvinc.incremental option.");
+	item = linitial(q->jointree->fromlist);
+	if (IsA(item, JoinExpr))
+		refuse("The query joins two or more tables.",
+			   "Define one incremental view per table, or drop the mvinc.incremental option.");
+	if (!IsA(item, RangeTblRef))
+		elog(ERROR, "unexpected FROM item in incremental view");
+	rtindex = ((RangeTblRef *) item)->rtindex;
+	rte = rt_fetch(rtindex, q->rtable);
+	switch (rte->rtekind)
+	{
+		case RTE_RELATION:
+			break;
+		case RTE_SUBQUERY:
+			refuse("The query selects from a subquery.",
+				   "Select directly from the table.");
+			break;
+		case RTE_FUNCTION:
+		case RTE_TABLEFUNC:
+			refuse("The query selects from a function.",
+				   "Select from a table.");
+			break;
+		case RTE_VALUES:
+			refuse("The query selects from a VALUES list.",
+				   "Select from a table.");
+			break;
+		case RTE_CTE:
+			refuse("The query uses a WITH clause (common table expression).",
+				   "Select directly from the table.");
+			break;
+		default:
+			refuse("The query does not select from a table.",
+				   "Select from exactly one table.");
+	}
+	if (rte->tablesample)
+		refuse("The query uses TABLESAMPLE.", "Remove the TABLESAMPLE clause.");
+
+	rel = relation_open(rte->relid, AccessShareLock);
+	switch (rel->rd_rel->relkind)
+	{
+		case RELKIND_RELATION:
+			break;
+		case RELKIND_PARTITIONED_TABLE:
+			refuse(psprintf("The source \"%s\" is a partitioned table.",
+							RelationGetRelationName(rel)),
+				   "Define the view on one partition, or drop the mvinc.incremental option.");
+			break;
+		case RELKIND_FOREIGN_TABLE:
+			refuse(psprintf("The source \"%s\" is a foreign table.",
+							RelationGetRelationName(rel)),
+				   "Changes of a foreign table cannot be captured; drop the mvinc.incremental option.");
+			break;
+		case RELKIND_VIEW:
+			refuse(psprintf("The source \"%s\" is a view.", RelationGetRelationName(rel)),
+				   "Define the incremental view on the view's table.");
+			break;
+		case RELKIND_MATVIEW:
+			refuse(psprintf("The source \"%s\" is a materialized view.",
+							RelationGetRelationName(rel)),
+				   "Define the incremental view on a table.");
+			break;
+		default:
+			refuse(psprintf("The source \"%s\" is not a table.",
+							RelationGetRelationName(rel)),
+				   "Define the incremental view on a table.");
+	}
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		refuse(psprintf("The source \"%s\" is a temporary table.",
+						RelationGetRelationName(rel)),
+			   "Use a permanent table as the source.");
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		refuse(psprintf("The source \"%s\" is an unlogged table.",
+						RelationGetRelationName(rel)),
+			   "Changes of an unlogged table are not in the WAL; use a logged table (ALTER TABLE ... SET LOGGED).");
+	if (rte->inh && has_subclass(rte->relid))
+		refuse(psprintf("The source \"%s\" has inheritance children.",
+						RelationGetRelationName(rel)),
+			   "Select FROM ONLY the parent table.");
+	if (IsCatalogRelation(rel) || get_rel_namespace(rte->relid) == MvincSchemaOid())
+		refuse(psprintf("The source \"%s\" is a system or mvinc table.",
+						RelationGetRelationName(rel)),
+			   "Define the view on a user table.");
+	relation_close(rel, AccessShareLock);
+	return rtindex;
+}
+
+/* Add the hidden row identity columns of a projection view */
+static void
+add_rowid_columns(MvDef *def, const char *relname)
+{
+	Relation	rel = table_open(def->sourceid, AccessShareLock);
+	Oid			indexoid = RelationGetPrimaryKeyIndex(rel);
+	Relation	index;
+	int			i;
+
+	if (!OidIsValid(indexoid))
+		indexoid = RelationGetReplicaIndex(rel);
+	if (!OidIsValid(indexoid))
+		refuse(psprintf("The source \"%s\" has no primary key or replica identity index, which a projection view needs to identify its rows.",
+						relname),
+			   "Add a primary key to the source table, or add GROUP BY to the view.");
+	index = index_open(indexoid, AccessShareLock);
+	for (i = 0; i < index->rd_index->indnkeyatts; i++)
+	{
+		AttrNumber	attno = index->rd_index->indkey.values[i];
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attno - 1);
+		MvColumn   *col;
+
+		if (attno <= 0)
+			refuse("The source's identity index uses an expression.",
+				   "Add a primary key on plain columns to the source table.");
+		col = make_column(MV_COL_ROWID, psprintf("_mvinc_id%d", i + 1),
+						  (Node *) makeVar(1, attno, att->atttypid, att->atttypmod,
+										   att->attcollation, 0));
+		col->srcattnum = attno;
+		def->columns = lappend(def->columns, col);
+	}
+	index_close(index, AccessShareLock);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * Validate a view query and derive its physical schema.  Errors out (with
+ * the refusal message) on every unsupported shape.
+ */
+MvDef *
+MvAnalyzeQuery(Query *query, const char *viewname, bool report)
+{
+	MvDef	   *def = palloc0(sizeof(MvDef));
+	Query	   *q = copyObject(query);
+	int			rtindex;
+	ListCell   *lc;
+	int			nk = 0,
+				ns = 0,
+				nc = 0;
+	List	   *aggcols = NIL;
+	List	   *viewcols = NIL;
+
+	refused_view = viewname;
+
+	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
+		refuse("The query is not a SELECT.", "Use a SELECT query.");
+	if (q->cteList != NIL)
+		refuse("The query uses a WITH clause (common table expression).",
+			   "Inline the common table expression into the query.");
+	if (q->setOperations != NULL)
+		refuse("The query uses a set operation (UNION, INTERSECT or EXCEPT).",
+			   "Define one incremental view per branch of the set operation.");
+	if (q->hasWindowFuncs)
+		refuse("The query uses a window function.",
+			   "Compute the window function when reading the view.");
+	if (q->hasDistinctOn)
+		refuse("The query uses DISTINCT ON.",
+			   "Use GROUP BY with aggregates, or drop the mvinc.incremental option.");
+	if (q->distinctClause != NIL)
+		refuse("The query uses DISTINCT.",
+			   "Use GROUP BY over the selected columns instead of DISTINCT.");
+	if (q->havingQual != NULL)
+		refuse("The query uses a HAVING clause.",
+			   "Filter on the aggregate when reading the view.");
+	if (q->groupingSets != NIL)
+		refuse("The query uses GROUPING SETS, CUBE or ROLLUP.",
+			   "Define one incremental view per grouping.");
+	if (q->limitCount != NULL || q->limitOffset != NULL)
+		refuse("The query uses LIMIT or OFFSET.",
+			   "Apply LIMIT or OFFSET when reading the view.");
+	if (q->sortClause != NIL)
+		refuse("The query uses ORDER BY.",
+			   "Apply ORDER BY when reading the view.");
+	if (q->hasSubLinks)
+		refuse("The query uses a subquery in an expression (sublink).",
+			   "Replace the subquery with a join outside the view, or drop the mvinc.incremental option.");
+	if (q->hasTargetSRFs)
+		refuse("The query uses a set-returning function in the select list.",
+			   "Call the set-returning function when reading the view.");
+	if (q->rowMarks != NIL || q->hasForUpdate)
+		refuse("The query uses FOR UPDATE or FOR SHARE.",
+			   "Remove the locking clause.");
+
+	rtindex = check_from(q);
+	def->sourceid = rt_fetch(rtindex, q->rtable)->relid;
+	def->query = query;
+
+	/* Put the source at range table index 1 for the expressions we keep */
+	if (rtindex != 1)
+	{
+		ChangeVarNodes((Node *) q->targetList, rtindex, 1, 0);
+		ChangeVarNodes((Node *) q->jointree->quals, rtindex, 1, 0);
+	}
+	def->where = q->jointree->quals;
+	if (def->where)
+		check_expr(def->where, "WHERE clause");
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		check_expr((Node *) tle->expr, "select list");
+	}
+
+	def->has_group_by = (q->groupClause != NIL);
+	def->kind = (q->hasAggs || def->has_group_by) ? MV_KIND_AGGREGATE : MV_KIND_PROJECTION;
+
+	if (def->kind == MV_KIND_AGGREGATE)
+	{
+		def->retractable = true;
+
+		/* Group keys first, in GROUP BY order */
+		foreach(lc, q->groupClause)
+		{
+			SortGroupClause *sgc = lfirst(lc);
+			TargetEntry *tle = tle_by_ref(q->targetList, sgc->tleSortGroupRef);
+			MvColumn   *col;
+
+			col = make_column(MV_COL_GROUP, psprintf("k%d", ++nk), (Node *) tle->expr);
+			col->attnum = tle->resjunk ? 0 : tle->resno;
+			def->columns = lappend(def->columns, col);
+		}
+		foreach(lc, q->targetList)
+		{
+			TargetEntry *tle = lfirst(lc);
+			MvColumn   *col = NULL;
+
+			if (tle->resjunk)
+				continue;
+			if (is_group_key(q, tle))
+			{
+				ListCell   *lc2;
+
+				foreach(lc2, def->columns)
+				{
+					MvColumn   *c = lfirst(lc2);
+
+					if (c->attnum == tle->resno)
+						col = c;
+				}
+			}
+			else if (IsA(tle->expr, Aggref))
+			{
+				Aggref	   *agg = (Aggref *) tle->expr;
+				const char *why = NULL;
+				char	   *aggname = format_procedure(agg->aggfnoid);
+
+				if (agg->aggkind != AGGKIND_NORMAL)
+					refuse(psprintf("The query uses the ordered-set aggregate %s.", aggname),
+						   "Use an aggregate that has a combine function.");
+				if (agg->aggdistinct != NIL)
+					refuse(psprintf("The query uses DISTINCT in aggregate %s.", aggname),
+						   "Use approx_count_distinct(), or GROUP BY the distinct value in a separate view.");
+				if (agg->aggorder != NIL)
+					refuse(psprintf("The query uses ORDER BY in aggregate %s.", aggname),
+						   "Remove ORDER BY from the aggregate call.");
+				if (agg->aggfilter != NULL)
+					refuse(psprintf("The query uses FILTER in aggregate %s.", aggname),
+						   "Move the condition into the WHERE clause of a separate view.");
+				if (!MvAggSupported(agg->aggfnoid, &why))
+					refuse(psprintf("The query uses the aggregate %s. %s", aggname, why),
+						   "Use an aggregate that supports partial aggregation (it has a combine function).");
+				col = make_column(MV_COL_AGG, NULL, (Node *) agg);
+				col->aggfnoid = agg->aggfnoid;
+				col->attnum = tle->resno;
+				if (!MvAggRetractable(agg->aggfnoid))
+					def->retractable = false;
+				if (agg->aggstar && agg->aggfnoid == F_COUNT_)
+				{
+					/* count(*) is the hidden group count itself */
+					col->derived_count = true;
+					col->physname = "_mvinc_count";
+				}
+				else
+				{
+					ListCell   *lc2;
+
+					/* one state for aggregates that share it (sum/avg numeric) */
+					foreach(lc2, aggcols)
+					{
+						MvColumn   *other = lfirst(lc2);
+						Aggref	   *oagg = (Aggref *) other->expr;
+
+						if (equal(oagg->args, agg->args) &&
+							MvincAggSameState(other->aggfnoid, agg->aggfnoid))
+						{
+							col->shared = true;
+							col->physname = other->physname;
+							break;
+						}
+					}
+					if (!col->shared)
+					{
+						col->physname = psprintf("s%d", ++ns);
+						aggcols = lappend(aggcols, col);
+					}
+				}
+			}
+			else if (contain_agg_clause((Node *) tle->expr))
+				refuse("The query computes an expression over aggregate results.",
+					   "Select the aggregates themselves and compute the expression when reading the view.");
+			else
+				refuse("The query selects an expression that is not a GROUP BY item.",
+					   "Group by the expression itself, or compute it when reading the view.");
+			viewcols = lappend(viewcols, col);
+		}
+		def->columns = list_concat(def->columns, aggcols);
+		def->columns = lappend(def->columns,
+							   make_column(MV_COL_COUNT, "_mvinc_count", NULL));
+		((MvColumn *) llast(def->columns))->typid = INT8OID;
+		((MvColumn *) llast(def->columns))->typmod = -1;
+	}
+	else
+	{
+		foreach(lc, q->targetList)
+		{
+			TargetEntry *tle = lfirst(lc);
+			MvColumn   *col;
+
+			if (tle->resjunk)
+				continue;
+			col = make_column(MV_COL_PLAIN, psprintf("c%d", ++nc), (Node *) tle->expr);
+			col->attnum = tle->resno;
+			def->columns = lappend(def->columns, col);
+			viewcols = lappend(viewcols, col);
+		}
+		add_rowid_columns(def, get_rel_name(def->sourceid));
+	}
+	def->viewcols = viewcols;
+	foreach(lc, def->columns)
+		((MvColumn *) lfirst(lc))->sourceid = def->sourceid;
+	return def;
+}
+
+/* The definition of an existing incremental view, from its rewrite rule */
+MvDef *
+MvDefForView(Oid viewid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+	Query	   *query = NULL;
+	MvDef	   *def;
+	int			i;
+
+	if (rel->rd_rules)
+	{
+		for (i = 0; i < rel->rd_rules->numLocks; i++)
+		{
+			RewriteRule *rule = rel->rd_rules->rules[i];
+
+			if (rule->event == CMD_SELECT)
+				query = copyObject(linitial_node(Query, rule->actions));
+		}
+	}
+	if (query == NULL)
+		elog(ERROR, "materialized view %u has no query", viewid);
+	def = MvAnalyzeQuery(query, RelationGetRelationName(rel), true);
+	relation_close(rel, NoLock);
+	return def;
+}
+
+/* Name under which a view registers as a capture consumer */
+char *
+MvConsumerName(Oid viewid)
+{
+	return psprintf("mv_%u", viewid);
+}

@@ -1,0 +1,141 @@
+/*-------------------------------------------------------------------------
+ * mv_capture.c
+ *	  The mv subsystem's view of change capture: thin wrappers over the
+ *	  capture C API (docs/internals.md), the non-throwing wait and track
+ *	  used by reads and restores, and the end-of-record insert LSN.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "capture/capture.h"
+#include "mv/mv.h"
+
+/* Refresh waits at most this long for capture to reach its target LSN */
+#define MV_REFRESH_WAIT_MS	60000
+
+/*
+ * The current WAL insert position as an end-of-record LSN: when the insert
+ * position sits just after a page header, no record ends there (records
+ * end at the page boundary), and a flush to it cannot be satisfied.
+ */
+XLogRecPtr
+MvInsertLsn(void)
+{
+	XLogRecPtr	p = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
+		p -= SizeOfXLogLongPHD;
+	else if (p % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		p -= SizeOfXLogShortPHD;
+	return p;
+}
+
+/* True when change capture can be used (it is part of this library) */
+bool
+MvCaptureAvailable(void)
+{
+	return true;
+}
+
+/* Nothing to check: capture is linked in */
+static void
+require_capture(void)
+{
+}
+
+/* Start capturing relid's changes; returns its change log */
+Oid
+MvTrack(Oid relid, bool full_old_rows)
+{
+	require_capture();
+	return MvincTrack(relid, full_old_rows);
+}
+
+/* MvTrack that returns false instead of raising an error */
+bool
+MvTryTrack(Oid relid, bool full_old_rows)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		ok = true;
+
+	if (!MvCaptureAvailable())
+		return false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		(void) MvincTrack(relid, full_old_rows);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/* relid's change log, or InvalidOid */
+Oid
+MvChangeLogRelid(Oid relid)
+{
+	require_capture();
+	return MvincChangeLogRelid(relid);
+}
+
+/* Wait until every transaction committed before lsn is in the change logs */
+void
+MvWaitForCapture(XLogRecPtr lsn)
+{
+	require_capture();
+	(void) MvincWaitForCapture(lsn, MV_REFRESH_WAIT_MS);
+}
+
+/*
+ * Like MvWaitForCapture, but returns false instead of raising an error
+ * (a read falls back to the live path then); no subtransaction, no write.
+ */
+bool
+MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
+{
+	if (MvincCapturedLsn() >= lsn)
+		return true;
+	return MvincTryWaitForCapture(lsn, timeout_ms);
+}
+
+/* Tell retention which change-log rows the view still needs */
+void
+MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn)
+{
+	require_capture();
+	MvincSetConsumer(relid, consumer, lsn);
+}
+
+/* Forget the view as a consumer (no-op without capture) */
+void
+MvDropConsumer(Oid relid, const char *consumer)
+{
+	MvincDropConsumer(relid, consumer);
+}
+
+/* Change-log rows with lsn <= this were removed by retention */
+XLogRecPtr
+MvRetainedFrom(Oid relid)
+{
+	require_capture();
+	return MvincRetainedFrom(relid);
+}

@@ -1,0 +1,453 @@
+/*-------------------------------------------------------------------------
+ * mv_catalog.c
+ *	  The catalog of incremental views (mvinc.mv_view, mvinc.mv_column) and
+ *	  their storage tables: creation, lookup, checkpoint updates and the
+ *	  clean-up when a view goes away.  Everything runs in the caller's
+ *	  transaction, so a failed DDL leaves nothing behind.
+ *
+ *	  A storage table mvinc.mv_<viewoid> is a member of the extension (so
+ *	  pg_dump skips it and nobody can drop it by hand); the view itself
+ *	  depends on the extension, so DROP EXTENSION needs CASCADE and then
+ *	  takes the views along.  DROP of a view reaches the sql_drop event
+ *	  trigger, which drops the storage and forgets the catalog rows.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "mv/mv.h"
+
+/* Run a catalog query with one oid parameter; returns SPI_processed */
+static uint64
+spi_oid_query(const char *sql, Oid arg, int how)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(arg)};
+	int			rc;
+
+	if (how == MV_LOOKUP_LATEST)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, 1, argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", sql);
+		rc = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(),
+								  InvalidSnapshot, true, false, 0);
+	}
+	else
+		rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL,
+								   how == MV_LOOKUP_ACTIVE, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI failed (%d): %s", rc, sql);
+	return SPI_processed;
+}
+
+/* Is storage_oid still the storage table called storage_name? */
+static bool
+storage_exists(Oid storage_oid, const char *storage_name)
+{
+	char	   *name = get_rel_name(storage_oid);
+
+	return name != NULL && strcmp(name, storage_name) == 0 &&
+		get_rel_namespace(storage_oid) == MvincSchemaOid();
+}
+
+/*
+ * The catalog row of a view, or NULL.  With latest, read with the latest
+ * snapshot (refresh, after it has locked the view).
+ */
+MvCatalog *
+MvCatalogLookup(Oid viewid, int how)
+{
+	MvCatalog  *cat = NULL;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (!MvincExtensionReady())
+		return NULL;
+	MvSpiConnect();
+	if (spi_oid_query("SELECT source::oid, kind, storage_name::text, storage_oid, populated, "
+					  "source_generation, coalesce(built_generation, -1), "
+					  "checkpoint_snapshot::text, checkpoint_lsn "
+					  "FROM mvinc.mv_view WHERE view = $1::regclass",
+					  viewid, how) > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+		char	   *kind;
+		Datum		d;
+
+		cat = palloc0(sizeof(MvCatalog));
+		cat->viewid = viewid;
+		cat->sourceid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		kind = SPI_getvalue(tup, desc, 2);
+		cat->kind = strcmp(kind, "aggregate") == 0 ? MV_KIND_AGGREGATE : MV_KIND_PROJECTION;
+		cat->storage_name = SPI_getvalue(tup, desc, 3);
+		cat->storage_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+		cat->populated = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+		cat->source_generation = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		cat->built_generation = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+		cat->checkpoint_snapshot = SPI_getvalue(tup, desc, 8);
+		d = SPI_getbinval(tup, desc, 9, &isnull);
+		cat->checkpoint_lsn = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
+		if (!storage_exists(cat->storage_oid, cat->storage_name))
+			cat->storage_oid = InvalidOid;
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	return cat;
+}
+
+/* Is relid an incremental view of this database? */
+bool
+MvIsIncrementalView(Oid relid)
+{
+	bool		found;
+
+	if (get_rel_relkind(relid) != RELKIND_MATVIEW || !MvincExtensionReady())
+		return false;
+	MvSpiConnect();
+	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE view = $1::regclass",
+						  relid, MV_LOOKUP_NEW) > 0;
+	MvSpiFinish();
+	return found;
+}
+
+/* Is relid the source of an incremental view? */
+bool
+MvIsSource(Oid relid)
+{
+	bool		found;
+
+	if (!MvincExtensionReady())
+		return false;
+	MvSpiConnect();
+	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE source = $1::regclass",
+						  relid, MV_LOOKUP_NEW) > 0;
+	MvSpiFinish();
+	return found;
+}
+
+/* Is relid the storage table of an incremental view? */
+bool
+MvIsStorageTable(Oid relid)
+{
+	bool		found;
+
+	if (!MvincExtensionReady() || get_rel_namespace(relid) != MvincSchemaOid())
+		return false;
+	MvSpiConnect();
+	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE storage_oid = $1", relid, MV_LOOKUP_NEW) > 0;
+	MvSpiFinish();
+	return found;
+}
+
+/* Text of a storage column's role in mvinc.mv_column */
+static const char *
+role_name(MvColRole role)
+{
+	switch (role)
+	{
+		case MV_COL_GROUP:
+			return "group";
+		case MV_COL_AGG:
+			return "aggregate";
+		case MV_COL_PLAIN:
+			return "column";
+		case MV_COL_COUNT:
+			return "count";
+		case MV_COL_ROWID:
+			return "rowid";
+	}
+	return "column";
+}
+
+/* Insert the catalog rows of a new view (storage not yet created) */
+void
+MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *cluster_by)
+{
+	Oid			types[6] = {OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	ListCell   *lc;
+
+	MvSpiConnect();
+	values[0] = ObjectIdGetDatum(viewid);
+	values[1] = ObjectIdGetDatum(def->sourceid);
+	values[2] = CStringGetTextDatum(def->kind == MV_KIND_AGGREGATE ? "aggregate" : "projection");
+	values[3] = CStringGetTextDatum(definition);
+	values[4] = CStringGetTextDatum(nodeToString(def->query));
+	if (cluster_by)
+		values[5] = CStringGetTextDatum(cluster_by);
+	else
+		nulls[5] = 'n';
+	if (SPI_execute_with_args("INSERT INTO mvinc.mv_view (view, source, kind, definition, "
+							  "query_tree, cluster_by, storage_name, storage_oid) "
+							  "VALUES ($1::regclass, $2::regclass, $3, $4, $5, $6, "
+							  "'mv_' || $1::text, 0)",
+							  6, types, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into mvinc.mv_view");
+
+	foreach(lc, list_concat_copy(def->columns, def->viewcols))
+	{
+		MvColumn   *col = lfirst(lc);
+		Oid			ctypes[7] = {OIDOID, TEXTOID, TEXTOID, INT2OID, OIDOID, TEXTOID, TEXTOID};
+		Datum		cvalues[7];
+		char		cnulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+		/* viewcols: only those without a storage column of their own */
+		if (foreach_current_index(lc) >= list_length(def->columns) &&
+			!col->derived_count && !col->shared)
+			continue;
+		cvalues[0] = ObjectIdGetDatum(viewid);
+		cvalues[1] = CStringGetTextDatum(col->physname);
+		cvalues[2] = CStringGetTextDatum(role_name(col->role));
+		cvalues[3] = Int16GetDatum(col->attnum);
+		if (col->attnum == 0)
+			cnulls[3] = 'n';
+		cvalues[4] = ObjectIdGetDatum(col->aggfnoid);
+		if (col->role != MV_COL_AGG)
+			cnulls[4] = 'n';
+		cvalues[5] = CStringGetTextDatum(col->derived_count ? "bigint" :
+										 col->role == MV_COL_AGG ? "bytea" :
+										 format_type_with_typemod(col->typid, col->typmod));
+		if (col->expr)
+			cvalues[6] = CStringGetTextDatum(MvExprSql(def->sourceid, (Node *) col->expr, NULL));
+		else
+			cnulls[6] = 'n';
+		if (SPI_execute_with_args("INSERT INTO mvinc.mv_column VALUES "
+								  "($1::regclass, $2, $3, $4, $5::regprocedure, $6, $7)",
+								  7, ctypes, cvalues, cnulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into mvinc.mv_column");
+	}
+	MvSpiFinish();
+	CacheInvalidateRelcacheByRelid(viewid);
+}
+
+/* Record the storage table of a view */
+void
+MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name)
+{
+	Oid			types[3] = {OIDOID, OIDOID, TEXTOID};
+	Datum		values[3] = {ObjectIdGetDatum(viewid), ObjectIdGetDatum(storage_oid),
+	CStringGetTextDatum(storage_name)};
+
+	MvSpiConnect();
+	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET storage_oid = $2, storage_name = $3 "
+							  "WHERE view = $1::regclass",
+							  3, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update mvinc.mv_view");
+	MvSpiFinish();
+}
+
+/* Commit point of a refresh: the new checkpoint, in the refresh's transaction */
+void
+MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
+					   const char *mode, bool populated)
+{
+	Oid			types[5] = {OIDOID, TEXTOID, LSNOID, TEXTOID, BOOLOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = ObjectIdGetDatum(viewid);
+	if (snapshot)
+		values[1] = CStringGetTextDatum(snapshot);
+	else
+		nulls[1] = 'n';
+	values[2] = LSNGetDatum(lsn);
+	if (XLogRecPtrIsInvalid(lsn))
+		nulls[2] = 'n';
+	values[3] = CStringGetTextDatum(mode);
+	values[4] = BoolGetDatum(populated);
+	MvSpiConnect();
+	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET checkpoint_snapshot = $2::pg_snapshot, "
+							  "checkpoint_lsn = $3, last_refresh = clock_timestamp(), "
+							  "last_mode = $4, populated = $5, built_generation = source_generation "
+							  "WHERE view = $1::regclass",
+							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update the checkpoint of view %u", viewid);
+	MvSpiFinish();
+}
+
+/* Make the next refresh full and reads live (built generation unknown) */
+void
+MvCatalogMarkStale(Oid viewid)
+{
+	MvSpiConnect();
+	spi_oid_query("UPDATE mvinc.mv_view SET built_generation = -1 WHERE view::oid = $1",
+				  viewid, MV_LOOKUP_NEW);
+	MvSpiFinish();
+}
+
+/* SQL type of a storage column */
+static char *
+column_type(MvColumn *col)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (col->role == MV_COL_AGG)
+		appendStringInfoString(&buf, "bytea");
+	else
+	{
+		appendStringInfoString(&buf, format_type_with_typemod(col->typid, col->typmod));
+		if (OidIsValid(col->collation) && col->role != MV_COL_COUNT)
+			appendStringInfo(&buf, " COLLATE %s", generate_collation_name(col->collation));
+	}
+	return buf.data;
+}
+
+/*
+ * Create the storage table of a view in schema mvinc, owned like the view,
+ * as a member of the extension; returns its oid.
+ */
+Oid
+MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
+{
+	StringInfoData sql;
+	StringInfoData keys;
+	char	   *name = psprintf("mv_%u", viewid);
+	ListCell   *lc;
+	Oid			storage;
+	ObjectAddress self,
+				ext;
+	bool		first = true;
+	Oid			view_owner;
+	HeapTuple	tup;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(viewid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", viewid);
+	view_owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	initStringInfo(&sql);
+	initStringInfo(&keys);
+	appendStringInfo(&sql, "CREATE TABLE mvinc.%s (", quote_identifier(name));
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		appendStringInfo(&sql, "%s%s %s", first ? "" : ", ",
+						 quote_identifier(col->physname), column_type(col));
+		if (col->role == MV_COL_COUNT || col->role == MV_COL_ROWID)
+			appendStringInfoString(&sql, " NOT NULL");
+		if (col->role == MV_COL_GROUP || col->role == MV_COL_ROWID)
+			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", quote_identifier(col->physname));
+		first = false;
+	}
+	/* room on each page for HOT updates of the states */
+	appendStringInfoString(&sql, ") WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05)");
+
+	MvSpiConnect();
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create storage table: %s", sql.data);
+	/* Owned like the view: reads check the storage as the view owner */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE mvinc.%s OWNER TO %s", quote_identifier(name),
+					 quote_identifier(GetUserNameFromId(view_owner, false)));
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not set the owner of the storage table");
+	if (keys.len > 0)
+	{
+		/* One row per group (NULL keys included) or per source row */
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE UNIQUE INDEX %s ON mvinc.%s (%s) NULLS NOT DISTINCT",
+						 quote_identifier(psprintf("%s_key", name)),
+						 quote_identifier(name), keys.data);
+		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not create storage index: %s", sql.data);
+	}
+	MvSpiFinish();
+
+	storage = get_relname_relid(name, MvincSchemaOid());
+	if (!OidIsValid(storage))
+		elog(ERROR, "storage table %s was not created", name);
+
+	/* The storage is a member of the extension; the view depends on it */
+	ObjectAddressSet(self, RelationRelationId, storage);
+	ObjectAddressSet(ext, ExtensionRelationId, get_extension_oid("mvinc", false));
+	if (getExtensionOfObject(RelationRelationId, storage) == InvalidOid)
+		recordDependencyOn(&self, &ext, DEPENDENCY_EXTENSION);
+	ObjectAddressSet(self, RelationRelationId, viewid);
+	if (getExtensionOfObject(RelationRelationId, viewid) == InvalidOid)
+	{
+		deleteDependencyRecordsForSpecific(RelationRelationId, viewid, DEPENDENCY_NORMAL,
+										   ExtensionRelationId, ext.objectId);
+		recordDependencyOn(&self, &ext, DEPENDENCY_NORMAL);
+	}
+	CommandCounterIncrement();
+	MvCatalogSetStorage(viewid, storage, name);
+	return storage;
+}
+
+/* Drop a storage table (a member of the extension) */
+static void
+drop_storage(Oid storage)
+{
+	ObjectAddress obj;
+
+	if (get_rel_name(storage) == NULL)
+		return;
+	deleteDependencyRecordsForClass(RelationRelationId, storage,
+									ExtensionRelationId, DEPENDENCY_EXTENSION);
+	CommandCounterIncrement();
+	ObjectAddressSet(obj, RelationRelationId, storage);
+	performDeletion(&obj, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+}
+
+/*
+ * A view was dropped: drop its storage, stop consuming its source's
+ * changes and delete its catalog rows.
+ */
+void
+MvForgetView(Oid viewid, Oid sourceid)
+{
+	Oid			storage = InvalidOid;
+	char	   *storage_name = NULL;
+	bool		isnull;
+	MemoryContext outer = CurrentMemoryContext;
+
+	MvSpiConnect();
+	if (spi_oid_query("SELECT storage_oid, storage_name::text FROM mvinc.mv_view "
+					  "WHERE view::oid = $1", viewid, MV_LOOKUP_NEW) > 0)
+	{
+		storage = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+		storage_name = MemoryContextStrdup(outer,
+										   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+	}
+	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
+	MvSpiFinish();
+	if (storage_name && storage_exists(storage, storage_name))
+		drop_storage(storage);
+	if (OidIsValid(sourceid))
+	{
+		MvInternal	save;
+
+		/* capture's consumer list is not the view owner's to change */
+		MvBecomeInternal(&save);
+		MvDropConsumer(sourceid, MvConsumerName(viewid));
+		MvEndInternal(&save);
+	}
+}

@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ * mv_funcs.c
+ *	  SQL-callable functions of incremental views: mvinc.refresh,
+ *	  mvinc.read_path, the helpers of the mvinc.views view, and the event
+ *	  triggers that follow DROP (views and sources) and ALTER (sources).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
+
+#include "mv/mv.h"
+
+PG_FUNCTION_INFO_V1(mvinc_refresh);
+PG_FUNCTION_INFO_V1(mvinc_read_path);
+PG_FUNCTION_INFO_V1(mvinc_fresh);
+PG_FUNCTION_INFO_V1(mvinc_pending_changes);
+PG_FUNCTION_INFO_V1(mvinc_storage_rows);
+PG_FUNCTION_INFO_V1(mvinc_on_sql_drop);
+PG_FUNCTION_INFO_V1(mvinc_on_ddl_end);
+
+/* Error unless relid is an incremental view */
+static MvCatalog *
+require_view(Oid relid)
+{
+	MvCatalog  *cat = MvCatalogLookup(relid, MV_LOOKUP_NEW);
+
+	if (cat == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an incremental materialized view",
+						get_rel_name(relid) ? get_rel_name(relid) : "?"),
+				 errhint("Create it WITH (mvinc.incremental = true).")));
+	return cat;
+}
+
+/* mvinc.refresh(view, full): refresh and report mode and changes */
+Datum
+mvinc_refresh(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	bool		full = PG_GETARG_BOOL(1);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MvRefreshResult res;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	require_view(viewid);
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+	res = MvRefresh(viewid, full, false);
+
+	InitMaterializedSRF(fcinfo, 0);
+	values[0] = CStringGetTextDatum(res.mode);
+	values[1] = Int64GetDatum(res.changes);
+	values[2] = LSNGetDatum(res.from_lsn);
+	nulls[2] = XLogRecPtrIsInvalid(res.from_lsn);
+	values[3] = LSNGetDatum(res.to_lsn);
+	nulls[3] = XLogRecPtrIsInvalid(res.to_lsn);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/* mvinc.read_path(view): the path a read of the view takes now */
+Datum
+mvinc_read_path(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+
+	require_view(viewid);
+	PG_RETURN_TEXT_P(cstring_to_text(MvIsFresh(viewid) ? "fresh" : "live"));
+}
+
+/* mvinc._fresh(view oid): used by the redirected read */
+Datum
+mvinc_fresh(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(MvIsFresh(PG_GETARG_OID(0)));
+}
+
+/* Run a count query, returning its bigint */
+static int64
+count_query(const char *sql)
+{
+	int64		n = 0;
+	bool		isnull;
+
+	MvSpiConnect();
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not run: %s", sql);
+	if (SPI_processed > 0)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		n = isnull ? 0 : DatumGetInt64(d);
+	}
+	MvSpiFinish();
+	return n;
+}
+
+/* mvinc._pending_changes(view): captured changes not yet in the view */
+Datum
+mvinc_pending_changes(PG_FUNCTION_ARGS)
+{
+	MvCatalog  *cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
+	Oid			changelog;
+
+	if (cat == NULL || cat->checkpoint_snapshot == NULL || !MvCaptureAvailable())
+		return (Datum) 0;
+	changelog = MvChangeLogRelid(cat->sourceid);
+	if (!OidIsValid(changelog))
+		return (Datum) 0;
+	PG_RETURN_INT64(count_query(psprintf("SELECT count(DISTINCT (s._mvinc_lsn, s._mvinc_seq)) "
+										 "FROM %s s WHERE s._mvinc_lsn > '%X/%X' AND NOT "
+										 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+										 MvSourceName(changelog),
+										 LSN_FORMAT_ARGS(cat->checkpoint_lsn),
+										 cat->checkpoint_snapshot)));
+}
+
+/* mvinc._storage_rows(view): rows of the storage table */
+Datum
+mvinc_storage_rows(PG_FUNCTION_ARGS)
+{
+	MvCatalog  *cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
+
+	if (cat == NULL || !OidIsValid(cat->storage_oid))
+		return (Datum) 0;
+	PG_RETURN_INT64(count_query(psprintf("SELECT count(*) FROM mvinc.%s",
+										 quote_identifier(cat->storage_name))));
+}
+
+/* sql_drop: forget dropped views (storage, consumer, catalog rows) */
+Datum
+mvinc_on_sql_drop(PG_FUNCTION_ARGS)
+{
+	List	   *views = NIL;
+	List	   *sources = NIL;
+	ListCell   *lc,
+			   *lc2;
+	MemoryContext outer = CurrentMemoryContext;
+	uint64		i;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		elog(ERROR, "not fired by event trigger manager");
+	if (!MvincExtensionReady())
+		return (Datum) 0;
+
+	MvSpiConnect();
+	if (SPI_execute("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
+					"JOIN pg_event_trigger_dropped_objects() d "
+					"ON d.classid = 'pg_class'::regclass AND d.objid = v.view::oid "
+					"AND d.objsubid = 0", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read dropped objects");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		views = lappend_oid(views, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																  SPI_tuptable->tupdesc, 1, &isnull)));
+		sources = lappend_oid(sources, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	  SPI_tuptable->tupdesc, 2, &isnull)));
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+
+	forboth(lc, views, lc2, sources)
+	{
+		Oid			source = lfirst_oid(lc2);
+
+		/* A dropped source takes its change log (and consumers) along */
+		MvForgetView(lfirst_oid(lc), get_rel_name(source) ? source : InvalidOid);
+	}
+	return (Datum) 0;
+}
+
+/* ddl_command_end (ALTER TABLE): bump the generation of altered sources */
+Datum
+mvinc_on_ddl_end(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		elog(ERROR, "not fired by event trigger manager");
+	if (!MvincExtensionReady())
+		return (Datum) 0;
+	MvSpiConnect();
+	if (SPI_execute("UPDATE mvinc.mv_view SET source_generation = source_generation + 1 "
+					"WHERE source::oid IN (SELECT objid FROM pg_event_trigger_ddl_commands() "
+					"WHERE classid = 'pg_class'::regclass AND object_type = 'table')",
+					false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update mvinc.mv_view");
+	MvSpiFinish();
+	return (Datum) 0;
+}

@@ -1,0 +1,945 @@
+/*-------------------------------------------------------------------------
+ * mv_refresh.c
+ *	  Refresh of incremental views, by mode: initial, noop, incremental,
+ *	  merge, regroup and full.
+ *
+ *	  Checkpoint rule (docs/internals.md): the catalog keeps a snapshot S of
+ *	  the source and an LSN L such that every change-log row of a
+ *	  transaction invisible in S has lsn > L.  A refresh reads the insert
+ *	  LSN B, takes a snapshot S', reads the insert LSN T, waits until
+ *	  capture has everything up to T and consumes the change-log rows with
+ *	  L < lsn <= T that are visible in S' and not in S.  Source reads
+ *	  (regroup, full) use S'.  The new bound is
+ *	  L' = min(B, lowest lsn > L of a row invisible in S'): a transaction
+ *	  still running in S' may have written its commit record before B, and
+ *	  it has been captured by then if its commit is below T.  The initial
+ *	  computation holds a SHARE lock on the source from before tracking
+ *	  starts until commit, so no source writer is running in S' and L' = B.
+ *
+ *	  Everything runs through SPI in the caller's transaction: storage and
+ *	  checkpoint commit together, and an error leaves both unchanged.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_attribute.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "commands/matview.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "mv/mv.h"
+
+/* Nesting depth of refreshes: storage may be written while > 0 */
+int			mvinc_refresh_depth = 0;
+
+/* Qualified, quoted name of a relation */
+char *
+MvSourceName(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/* SQL text of an expression over the source (varno 1) as alias.col */
+char *
+MvExprSql(Oid sourceid, Node *expr, const char *alias)
+{
+	List	   *ctx = deparse_context_for(alias ? alias : get_rel_name(sourceid), sourceid);
+
+	return deparse_expression(expr, ctx, alias != NULL, true);
+}
+
+/* Rows of relid the current transaction inserted, updated or deleted */
+static int64
+xact_changes(Oid relid)
+{
+	PgStat_TableStatus *tab = find_tabstat_entry(relid);
+	PgStat_TableXactStatus *trans;
+	int64		n = 0;
+
+	if (tab == NULL)
+		return 0;
+	for (trans = tab->trans; trans != NULL; trans = trans->upper)
+		n += trans->tuples_inserted + trans->tuples_updated + trans->tuples_deleted +
+			(trans->truncdropped ? 1 : 0);
+	return n;
+}
+
+/* Did the current transaction insert, update or delete rows of relid? */
+bool
+MvXactModified(Oid relid)
+{
+	return xact_changes(relid) != 0;
+}
+
+/*
+ * Sources that this transaction modified before refreshing a view from
+ * them.  Such a refresh reads the source including the transaction's own
+ * changes and marks the transaction as seen in the checkpoint, so the
+ * source must not change again before commit (checked at pre-commit).
+ */
+typedef struct OwnChanges
+{
+	Oid			sourceid;
+	Oid			viewid;
+	int64		changes;
+} OwnChanges;
+
+static List *own_changes = NIL;
+
+/* Remember the source's change count at the refresh */
+static void
+remember_own_changes(Oid sourceid, Oid viewid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	OwnChanges *oc = palloc(sizeof(OwnChanges));
+
+	oc->sourceid = sourceid;
+	oc->viewid = viewid;
+	oc->changes = xact_changes(sourceid);
+	own_changes = lappend(own_changes, oc);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The current transaction is about to write relid: a view refreshed from
+ * it earlier in this transaction (with the transaction's own changes) goes
+ * stale, so that reads take the live path and the next refresh is full.
+ */
+void
+MvNoteSourceWrite(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, own_changes)
+	{
+		OwnChanges *oc = lfirst(lc);
+
+		if (oc->sourceid == relid)
+		{
+			MvCatalogMarkStale(oc->viewid);
+			own_changes = foreach_delete_current(own_changes, lc);
+		}
+	}
+}
+
+/* Did this transaction refresh a view with its own source changes? */
+bool
+MvHasOwnChanges(void)
+{
+	return own_changes != NIL;
+}
+
+/* Pre-commit: refuse to commit when such a source changed unnoticed */
+static void
+own_changes_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == XACT_EVENT_PRE_COMMIT)
+	{
+		foreach(lc, own_changes)
+		{
+			OwnChanges *oc = lfirst(lc);
+
+			if (xact_changes(oc->sourceid) != oc->changes)
+			{
+				own_changes = NIL;
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("source of materialized view \"%s\" was modified after the view was refreshed in the same transaction",
+								get_rel_name(oc->viewid)),
+						 errdetail("The refresh included the transaction's earlier changes of the source, so later ones would be lost."),
+						 errhint("Refresh the view again after the last change, or in a separate transaction.")));
+			}
+		}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		own_changes = NIL;
+}
+
+/* Install the pre-commit check */
+void
+MvRefreshInit(void)
+{
+	RegisterXactCallback(own_changes_callback, NULL);
+}
+
+/* Run SQL; with a snapshot, under it (its command id advanced) */
+static uint64
+run(const char *sql, Snapshot snap, int expect)
+{
+	int			rc;
+
+	if (snap != InvalidSnapshot)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for: %s", sql);
+		rc = SPI_execute_snapshot(plan, NULL, NULL, snap, InvalidSnapshot, false, false, 0);
+		SPI_freeplan(plan);
+	}
+	else
+		rc = SPI_execute(sql, false, 0);
+	if (rc < 0 || (expect != 0 && rc != expect))
+		elog(ERROR, "refresh statement failed (%d): %s", rc, sql);
+	return SPI_processed;
+}
+
+/* Single text value of the first row of the last SPI result */
+static char *
+first_value(int col)
+{
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+}
+
+/*
+ * The text of snapshot snap as pg_snapshot.  Unless own_seen, the current
+ * transaction is added as running: its changes reach the change log after
+ * it commits, and a later refresh must consume them.  With own_seen (the
+ * refresh read the transaction's own changes of the source) it stays
+ * visible, so they are not applied twice.
+ */
+static char *
+snapshot_text(Snapshot snap, bool own_seen)
+{
+	SPIPlanPtr	plan;
+
+	if (own_seen)
+		/* own xid >= xmax: raise xmax past it, xids in between stay running */
+		plan = SPI_prepare("WITH z AS (SELECT pg_current_snapshot() s, pg_current_xact_id_if_assigned() x) "
+						   "SELECT CASE WHEN x IS NULL OR pg_visible_in_snapshot(x, s) THEN s::text "
+						   "ELSE pg_snapshot_xmin(s)::text || ':' || (x::text::numeric + 1)::text || ':' || "
+						   "coalesce((SELECT string_agg(v::text, ',' ORDER BY v) FROM "
+						   "  (SELECT pg_snapshot_xip(s)::text::numeric v UNION "
+						   "   SELECT generate_series(pg_snapshot_xmax(s)::text::numeric, x::text::numeric - 1)) q), '') "
+						   "END FROM z", 0, NULL);
+	else
+		plan = SPI_prepare("WITH z AS (SELECT pg_current_snapshot() s, pg_current_xact_id_if_assigned() x) "
+					   "SELECT CASE WHEN x IS NULL OR NOT pg_visible_in_snapshot(x, s) THEN s::text "
+					   "ELSE least(pg_snapshot_xmin(s)::text::numeric, x::text::numeric)::text || ':' || "
+					   "pg_snapshot_xmax(s)::text || ':' || "
+					   "(SELECT string_agg(v::text, ',' ORDER BY v::text::numeric) "
+					   "   FROM (SELECT pg_snapshot_xip(s) v UNION ALL SELECT x) q) END FROM z",
+					   0, NULL);
+	if (SPI_execute_snapshot(plan, NULL, NULL, snap, InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the refresh snapshot");
+	SPI_freeplan(plan);
+	return first_value(1);
+}
+
+/* Comma-separated list of column names of one role (or all when role < 0) */
+static char *
+column_list(MvDef *def, int role, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (role >= 0 && col->role != (MvColRole) role)
+			continue;
+		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "", prefix ? prefix : "",
+						 quote_identifier(col->physname));
+	}
+	return buf.data;
+}
+
+/* Group key expressions over alias, comma separated (named kN with as_names) */
+static char *
+group_exprs_as(MvDef *def, const char *alias, bool as_names)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_GROUP)
+		{
+			appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
+							 MvExprSql(def->sourceid, (Node *) col->expr, alias));
+			if (as_names)
+				appendStringInfo(&buf, " AS %s", quote_identifier(col->physname));
+		}
+	}
+	return buf.data;
+}
+
+#define group_exprs(def, alias) group_exprs_as(def, alias, false)
+
+/*
+ * SELECT list producing storage rows from rows of alias: for aggregate
+ * views the group keys, states and count (to be grouped by the keys); for
+ * projection views the expressions and row identity.
+ */
+static char *
+storage_select(MvDef *def, const char *alias)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		char	   *item;
+
+		switch (col->role)
+		{
+			case MV_COL_AGG:
+				item = MvStateAggSql(col, alias);
+				break;
+			case MV_COL_COUNT:
+				item = "count(*)";
+				break;
+			default:
+				item = MvExprSql(def->sourceid, (Node *) col->expr, alias);
+				break;
+		}
+		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "", item);
+	}
+	return buf.data;
+}
+
+/* WHERE clause of the view over alias, or "true" */
+static char *
+where_sql(MvDef *def, const char *alias)
+{
+	if (def->where == NULL)
+		return "true";
+	return psprintf("(%s)", MvExprSql(def->sourceid, def->where, alias));
+}
+
+/* INSERT ... SELECT of the storage rows computed from a FROM item */
+static char *
+insert_from(MvDef *def, const char *storage, const char *from, const char *extra_where)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s%s",
+					 storage, column_list(def, -1, NULL), storage_select(def, "s"),
+					 from, where_sql(def, "s"), extra_where ? extra_where : "");
+	if (def->kind == MV_KIND_AGGREGATE && def->has_group_by)
+		appendStringInfo(&sql, " GROUP BY %s", group_exprs(def, "s"));
+	return sql.data;
+}
+
+/* State of one refresh in progress */
+typedef struct RefreshCtx
+{
+	Oid			viewid;
+	MvDef	   *def;
+	MvCatalog  *cat;
+	char	   *storage;		/* qualified storage name */
+	char	   *changelog;		/* qualified change log name */
+	Snapshot	snap;			/* S' */
+	char	   *snaptext;		/* S' as pg_snapshot text */
+	XLogRecPtr	before;			/* B */
+	XLogRecPtr	target;			/* T */
+	char	   *delta;			/* WHERE of the consumed change-log rows (alias s) */
+	bool		own_modified;	/* this transaction changed the source */
+} RefreshCtx;
+
+/* Rebuild the storage from the source under S' */
+static void
+rebuild(RefreshCtx *rc)
+{
+	run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
+	run(insert_from(rc->def, rc->storage, psprintf("ONLY %s s", MvSourceName(rc->def->sourceid)), NULL),
+		rc->snap, SPI_OK_INSERT);
+	run(psprintf("ANALYZE %s", rc->storage), InvalidSnapshot, 0);
+}
+
+/* incremental: merge the states (or rows) of inserted rows */
+static void
+apply_inserts(RefreshCtx *rc)
+{
+	MvDef	   *def = rc->def;
+	char	   *from = psprintf("%s s", rc->changelog);
+	char	   *cond = psprintf(" AND %s AND s._mvinc_image = 'n'", rc->delta);
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (def->kind == MV_KIND_PROJECTION || !def->has_group_by)
+	{
+		if (def->kind == MV_KIND_PROJECTION)
+		{
+			run(insert_from(def, rc->storage, from, cond), InvalidSnapshot, SPI_OK_INSERT);
+			return;
+		}
+		/* One state row: merge the delta's states into it */
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "UPDATE %s t SET ", rc->storage);
+		foreach(lc, def->columns)
+		{
+			MvColumn   *col = lfirst(lc);
+			const char *c = quote_identifier(col->physname);
+
+			if (col->role == MV_COL_AGG)
+				appendStringInfo(&sql, "%s = %s, ", c,
+								 MvStateMergeSql(col, psprintf("t.%s", c), psprintf("d.%s", c)));
+		}
+		appendStringInfo(&sql, "_mvinc_count = t._mvinc_count + d._mvinc_count "
+						 "FROM (SELECT %s FROM %s WHERE %s%s) d(%s) WHERE d._mvinc_count > 0",
+						 storage_select(def, "s"), from, where_sql(def, "s"), cond,
+						 column_list(def, -1, NULL));
+		run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
+		return;
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "%s ON CONFLICT (%s) DO UPDATE SET ",
+					 insert_from(def, psprintf("%s AS t", rc->storage), from, cond),
+					 column_list(def, MV_COL_GROUP, NULL));
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		const char *c = quote_identifier(col->physname);
+
+		if (col->role == MV_COL_AGG)
+			appendStringInfo(&sql, "%s = %s, ", c,
+							 MvStateMergeSql(col, psprintf("t.%s", c), psprintf("excluded.%s", c)));
+	}
+	appendStringInfoString(&sql, "_mvinc_count = t._mvinc_count + excluded._mvinc_count");
+	run(sql.data, InvalidSnapshot, SPI_OK_INSERT);
+}
+
+/* Equality of the row identity of storage alias t and change-log alias d */
+static char *
+rowid_match(MvDef *def)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_ROWID)
+			appendStringInfo(&buf, "%st.%s = d.%s", buf.len ? " AND " : "",
+							 quote_identifier(col->physname),
+							 quote_identifier(get_attname(def->sourceid, col->srcattnum, false)));
+	}
+	return buf.data;
+}
+
+/* Source columns of the row identity over alias */
+static char *
+rowid_source_cols(MvDef *def, const char *alias)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_ROWID)
+			appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "", alias ? psprintf("%s.", alias) : "",
+							 quote_identifier(get_attname(def->sourceid, col->srcattnum, false)));
+	}
+	return buf.data;
+}
+
+/*
+ * merge: apply a projection view's changes by source row identity.  Every
+ * identity the delta touches is deleted from storage, then its last image
+ * is inserted when that is a new image (insert or update) that passes WHERE.
+ */
+static void
+apply_merge(RefreshCtx *rc)
+{
+	MvDef	   *def = rc->def;
+	char	   *ids = rowid_source_cols(def, "s");
+
+	run(psprintf("DELETE FROM %s t USING (SELECT DISTINCT %s FROM %s s WHERE %s) d WHERE %s",
+				 rc->storage, ids, rc->changelog, rc->delta, rowid_match(def)),
+		InvalidSnapshot, SPI_OK_DELETE);
+	run(insert_from(def, rc->storage,
+					psprintf("(SELECT s.*, row_number() OVER (PARTITION BY %s ORDER BY s._mvinc_lsn DESC, "
+							 "s._mvinc_seq DESC, (s._mvinc_image = 'n') DESC) AS _mvinc_rn "
+							 "FROM %s s WHERE %s) s", ids, rc->changelog, rc->delta),
+					" AND s._mvinc_rn = 1 AND s._mvinc_image = 'n'"),
+		InvalidSnapshot, SPI_OK_INSERT);
+}
+
+/* Is column attnum of relid NOT NULL? */
+static bool
+attr_not_null(Oid relid, AttrNumber attnum)
+{
+	HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+	bool		notnull = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+		ReleaseSysCache(tup);
+	}
+	return notnull;
+}
+
+/* Can no group key be NULL (all are NOT NULL columns of the source)? */
+static bool
+keys_not_null(MvDef *def)
+{
+	ListCell   *lc;
+
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		Var		   *var = (Var *) col->expr;
+
+		if (col->role != MV_COL_GROUP)
+			continue;
+		if (!IsA(var, Var) || var->varattno <= 0)
+			return false;
+		if (!attr_not_null(def->sourceid, var->varattno))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Condition: the group key of lalias (its group expressions when lexprs,
+ * else its storage columns kN) equals the storage columns of ralias.
+ * Plain equality (hashable, indexable) when no key can be NULL, else a
+ * NULL-safe comparison of the keys as records.
+ */
+static char *
+key_eq(MvDef *def, const char *lalias, bool lexprs, const char *ralias)
+{
+	StringInfoData eq;
+	StringInfoData l;
+	StringInfoData r;
+	ListCell   *lc;
+	bool		notnull = keys_not_null(def);
+
+	initStringInfo(&eq);
+	initStringInfo(&l);
+	initStringInfo(&r);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		char	   *ls;
+		char	   *rs;
+
+		if (col->role != MV_COL_GROUP)
+			continue;
+		ls = lexprs ? MvExprSql(def->sourceid, (Node *) col->expr, lalias)
+			: psprintf("%s.%s", lalias, quote_identifier(col->physname));
+		rs = psprintf("%s.%s", ralias, quote_identifier(col->physname));
+		appendStringInfo(&eq, "%s%s = %s", eq.len ? " AND " : "", ls, rs);
+		appendStringInfo(&l, "%s%s", l.len ? ", " : "", ls);
+		appendStringInfo(&r, "%s%s", r.len ? ", " : "", rs);
+	}
+	if (notnull)
+		return eq.data;
+	return psprintf("ROW(%s)::record = ROW(%s)::record", l.data, r.data);
+}
+
+/*
+ * regroup: recompute from the source (under S') only the groups that the
+ * delta touches, from old and new images alike.
+ */
+static void
+apply_regroup(RefreshCtx *rc)
+{
+	MvDef	   *def = rc->def;
+	static int	counter = 0;
+	char	   *touched;
+
+	if (!def->has_group_by)
+	{
+		rebuild(rc);
+		return;
+	}
+	touched = psprintf("pg_temp.mvinc_touched_%u_%d", rc->viewid, ++counter);
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT DISTINCT %s FROM %s s WHERE %s AND %s",
+				 touched, group_exprs_as(def, "s", true), rc->changelog, rc->delta, where_sql(def, "s")),
+		InvalidSnapshot, 0);
+	run(psprintf("ANALYZE %s", touched), InvalidSnapshot, 0);
+	run(psprintf("DELETE FROM %s t USING %s d WHERE %s",
+				 rc->storage, touched, key_eq(def, "t", false, "d")),
+		InvalidSnapshot, SPI_OK_DELETE);
+	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
+					psprintf(" AND EXISTS (SELECT 1 FROM %s d WHERE %s)",
+							 touched, key_eq(def, "s", true, "d"))),
+		rc->snap, SPI_OK_INSERT);
+}
+
+/*
+ * regroup by retraction (every aggregate retractable): apply the delta's
+ * old images (retract) and new images (add) to the stored states with
+ * agg_apply; groups whose count drops to zero go away; groups where a
+ * retraction was refused (agg_apply gave NULL) are recomputed from the
+ * source under S'.
+ */
+static void
+apply_retract(RefreshCtx *rc, bool inserts_only)
+{
+	MvDef	   *def = rc->def;
+	static int	counter = 0;
+	char	   *applied = psprintf("pg_temp.mvinc_applied_%u_%d", rc->viewid, ++counter);
+	StringInfoData sql;
+	StringInfoData refused;
+	ListCell   *lc;
+	char	   *keys = def->has_group_by ? group_exprs(def, "d") : NULL;
+
+	initStringInfo(&sql);
+	initStringInfo(&refused);
+	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", applied);
+	if (keys)
+		appendStringInfo(&sql, "%s, ", group_exprs_as(def, "d", true));
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role != MV_COL_AGG)
+			continue;
+		appendStringInfo(&sql, "%s AS %s, ",
+						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
+										   !inserts_only),
+						 quote_identifier(col->physname));
+		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
+						 quote_identifier(col->physname));
+	}
+	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
+					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count, "
+					 "max(t._mvinc_count) IS NULL AS _mvinc_new "
+					 "FROM (SELECT * FROM %s s WHERE %s AND %s) d ",
+					 rc->changelog, rc->delta, where_sql(def, "s"));
+	if (keys)
+		appendStringInfo(&sql, "LEFT JOIN %s t ON %s GROUP BY %s",
+						 rc->storage, key_eq(def, "d", true, "t"), keys);
+	else
+		appendStringInfo(&sql, "LEFT JOIN %s t ON true", rc->storage);
+	run(sql.data, InvalidSnapshot, 0);
+	if (refused.len == 0)
+		appendStringInfoString(&refused, "false");
+
+	if (!keys)
+	{
+		/* The one state row: replace it, or recompute when refused */
+		run(psprintf("SELECT 1 FROM %s a WHERE %s", applied, refused.data), InvalidSnapshot, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+		{
+			rebuild(rc);
+			return;
+		}
+		run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
+		run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a", rc->storage,
+					 column_list(def, -1, NULL), column_list(def, -1, "a."), applied),
+			InvalidSnapshot, SPI_OK_INSERT);
+		return;
+	}
+	run(psprintf("ANALYZE %s", applied), InvalidSnapshot, 0);
+	/* groups that still have rows: new states in place (HOT, keys unchanged) */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s t SET ", rc->storage);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_AGG || col->role == MV_COL_COUNT)
+			appendStringInfo(&sql, "%s = a.%s, ", quote_identifier(col->physname),
+							 quote_identifier(col->physname));
+	}
+	sql.data[sql.len -= 2] = '\0';
+	appendStringInfo(&sql, " FROM %s a WHERE %s AND NOT a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
+					 applied, key_eq(def, "t", false, "a"), refused.data);
+	run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
+	/* groups that lost all rows, or whose retraction was refused */
+	run(psprintf("DELETE FROM %s t USING %s a WHERE %s AND NOT a._mvinc_new "
+				 "AND (a._mvinc_count = 0 OR %s)",
+				 rc->storage, applied, key_eq(def, "t", false, "a"), refused.data),
+		InvalidSnapshot, SPI_OK_DELETE);
+	/* new groups */
+	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
+				 rc->storage, column_list(def, -1, NULL), column_list(def, -1, "a."),
+				 applied, refused.data),
+		InvalidSnapshot, SPI_OK_INSERT);
+	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
+					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
+							 "AND %s)",
+							 applied, refused.data, key_eq(def, "s", true, "a"))),
+		rc->snap, SPI_OK_INSERT);
+}
+
+/*
+ * Copy the consumed change-log rows into a temporary table with fresh
+ * statistics: the statements that follow join it with storage and source,
+ * and the change log's own statistics lag far behind.
+ */
+static void
+materialize_delta(RefreshCtx *rc)
+{
+	static int	counter = 0;
+	char	   *delta = psprintf("pg_temp.mvinc_delta_%u_%d", rc->viewid, ++counter);
+
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT * FROM %s s WHERE %s",
+				 delta, rc->changelog, rc->delta), InvalidSnapshot, 0);
+	run(psprintf("ANALYZE %s", delta), InvalidSnapshot, 0);
+	rc->changelog = delta;
+	rc->delta = "true";
+}
+
+/* Lock, check and load what a refresh of viewid needs */
+static RefreshCtx *
+refresh_setup(Oid viewid)
+{
+	RefreshCtx *rc = palloc0(sizeof(RefreshCtx));
+
+	/* Two refreshes of one view serialize here; readers are not blocked */
+	LockRelationOid(viewid, ExclusiveLock);
+	rc->viewid = viewid;
+	rc->cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
+	if (rc->cat == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an incremental materialized view", get_rel_name(viewid)),
+				 errhint("Create it WITH (mvinc.incremental = true).")));
+	rc->def = MvDefForView(viewid);
+	/* Own changes are not in the change log yet: read them from the source */
+	rc->own_modified = MvXactModified(rc->def->sourceid);
+	if (rc->own_modified)
+		remember_own_changes(rc->def->sourceid, viewid);
+	return rc;
+}
+
+/* Take S' (with B before it and T after it) */
+static void
+take_snapshot(RefreshCtx *rc)
+{
+	rc->before = MvInsertLsn();
+	rc->snap = RegisterSnapshot(GetLatestSnapshot());
+	rc->snaptext = snapshot_text(rc->snap, rc->own_modified);
+	rc->target = MvInsertLsn();
+}
+
+/* Make the matview look populated (pg_dump then emits its REFRESH) */
+static void
+mark_populated(Oid viewid)
+{
+	Relation	rel = table_open(viewid, AccessShareLock);
+
+	if (!RelationIsPopulated(rel))
+	{
+		table_close(rel, NoLock);
+		rel = table_open(viewid, AccessExclusiveLock);
+		SetMatViewPopulatedState(rel, true);
+		CommandCounterIncrement();
+	}
+	table_close(rel, NoLock);
+}
+
+/* initial: first computation, under a SHARE lock on the source */
+static void
+refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
+{
+	Oid			source = rc->def->sourceid;
+
+	LockRelationOid(source, ShareLock);
+	if (!OidIsValid(rc->cat->storage_oid) && !MvTryTrack(source, rc->def->kind == MV_KIND_AGGREGATE))
+	{
+		/*
+		 * A restored view whose source cannot be tracked yet (the dump is
+		 * restored in the transaction that created the extension): it
+		 * stays unadopted, reads answer live, and the next refresh adopts.
+		 */
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("materialized view \"%s\" is not refreshed yet", get_rel_name(rc->viewid)),
+				 errdetail("Change capture cannot track its source in this transaction."),
+				 errhint("Refresh the view again after this transaction commits; until then reads run its query.")));
+		mark_populated(rc->viewid);
+		res->mode = "noop";
+		return;
+	}
+	MvTrack(source, rc->def->kind == MV_KIND_AGGREGATE);
+	if (!OidIsValid(rc->cat->storage_oid))
+		rc->cat->storage_oid = MvCreateStorage(rc->viewid, rc->def, NULL);
+	mark_populated(rc->viewid);
+	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
+
+	take_snapshot(rc);
+	rebuild(rc);
+	res->mode = "initial";
+	res->from_lsn = InvalidXLogRecPtr;
+	res->to_lsn = rc->before;
+	MvSetConsumer(source, MvConsumerName(rc->viewid), rc->before);
+	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, rc->before, "initial", true);
+}
+
+/* Every other mode: consume the change log between checkpoint and S' */
+static void
+refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
+{
+	Oid			source = rc->def->sourceid;
+	Oid			changelog;
+	XLogRecPtr	L = rc->cat->checkpoint_lsn;
+	XLogRecPtr	newL;
+	int64		nins = 0,
+				nother = 0,
+				ntrunc = 0,
+				nkeyonly = 0;
+	char	   *v;
+
+	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
+	changelog = MvChangeLogRelid(source);
+	if (!OidIsValid(changelog))
+		changelog = MvTrack(source, rc->def->kind == MV_KIND_AGGREGATE);
+	rc->changelog = MvSourceName(changelog);
+
+	take_snapshot(rc);
+	MvWaitForCapture(rc->target);
+
+	rc->delta = psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
+						 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
+						 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+						 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target),
+						 rc->snaptext, rc->cat->checkpoint_snapshot);
+
+	/* What changed (the change log is read with the latest snapshot) */
+	run(psprintf("SELECT count(*) FILTER (WHERE s._mvinc_op = 'i'), "
+				 "count(*) FILTER (WHERE s._mvinc_op IN ('u', 'd') AND s._mvinc_image <> 'n'), "
+				 "count(*) FILTER (WHERE s._mvinc_op = 't'), "
+				 "count(*) FILTER (WHERE s._mvinc_image = 'k') "
+				 "FROM %s s WHERE %s", rc->changelog, rc->delta),
+		InvalidSnapshot, SPI_OK_SELECT);
+	nins = atol(first_value(1));
+	nother = atol(first_value(2));
+	ntrunc = atol(first_value(3));
+	nkeyonly = atol(first_value(4));
+
+	/* L' = min(B, lowest lsn > L of a row of a transaction invisible in S') */
+	run(psprintf("SELECT min(s._mvinc_lsn) FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
+				 "AND s._mvinc_lsn <= '%X/%X' "
+				 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+				 rc->changelog, LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target), rc->snaptext),
+		InvalidSnapshot, SPI_OK_SELECT);
+	newL = rc->before;
+	v = first_value(1);
+	if (v != NULL)
+	{
+		XLogRecPtr	m = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
+
+		/* rows at m must still be consumed: the bound is just below it */
+		if (m - 1 < newL)
+			newL = m - 1;
+	}
+
+	res->from_lsn = L;
+	res->to_lsn = rc->target;
+	res->changes = nins + nother;
+
+	if (full || rc->own_modified || ntrunc > 0 || MvRetainedFrom(source) > L ||
+		rc->cat->built_generation != rc->cat->source_generation ||
+		(nkeyonly > 0 && rc->def->kind == MV_KIND_AGGREGATE))
+	{
+		rebuild(rc);
+		res->mode = "full";
+	}
+	else if (nins + nother == 0)
+		res->mode = "noop";
+	else if (nother == 0)
+	{
+		/*
+		 * Inserts only.  Retractable states take the new rows one by one
+		 * through agg_apply (one deserialize/serialize per group), which is
+		 * cheaper than merging delta states; others merge delta states.
+		 */
+		if (rc->def->kind == MV_KIND_AGGREGATE && rc->def->retractable)
+		{
+			materialize_delta(rc);
+			apply_retract(rc, true);
+		}
+		else
+			apply_inserts(rc);
+		res->mode = "incremental";
+	}
+	else if (rc->def->kind == MV_KIND_PROJECTION)
+	{
+		materialize_delta(rc);
+		apply_merge(rc);
+		res->mode = "merge";
+	}
+	else
+	{
+		materialize_delta(rc);
+		if (rc->def->retractable)
+			apply_retract(rc, false);
+		else
+			apply_regroup(rc);
+		res->mode = "regroup";
+	}
+	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
+	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true);
+}
+
+/*
+ * Refresh an incremental view in the current transaction.  initial asks
+ * for the first computation (CREATE ... WITH DATA).
+ */
+MvRefreshResult
+MvRefresh(Oid viewid, bool full, bool initial)
+{
+	MvRefreshResult res = {0};
+	RefreshCtx *rc;
+	MvInternal save;
+
+	/* SQL is generated and run with search_path pinned (see mv_init.c) */
+	MvBecomeInternal(&save);
+	if (work_mem < 65536)
+		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	rc = refresh_setup(viewid);
+	MvSpiConnect();
+	mvinc_refresh_depth++;
+	PG_TRY();
+	{
+		if (initial || !rc->cat->populated || !OidIsValid(rc->cat->storage_oid))
+			refresh_initial(rc, &res);
+		else
+			refresh_changes(rc, full, &res);
+	}
+	PG_FINALLY();
+	{
+		mvinc_refresh_depth--;
+	}
+	PG_END_TRY();
+	if (rc->snap)
+		UnregisterSnapshot(rc->snap);
+	MvSpiFinish();
+	MvEndInternal(&save);
+	return res;
+}

@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ * mv_state.c
+ *	  State columns of aggregate views: which aggregates can be kept as
+ *	  mergeable partial states, and the SQL that computes, merges, retracts
+ *	  and finalizes them through the aggstate functions (mvinc.agg_state,
+ *	  agg_combine, agg_merge, agg_apply, agg_final).  Every other file goes
+ *	  through here, so the state representation is decided in one place.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_type.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+
+#include "mv/aggstate.h"
+#include "mv/mv.h"
+
+/* True when the aggregate can be stored as a mergeable state; else why not */
+bool
+MvAggSupported(Oid aggfnoid, const char **why)
+{
+	const char *detail = NULL;
+	const char *hint = NULL;
+
+	if (MvincAggGetKind(aggfnoid, &detail, &hint) == MVINC_AGG_UNSUPPORTED)
+	{
+		*why = detail ? detail : "cannot be kept as a partial state";
+		return false;
+	}
+	return true;
+}
+
+/* True when a delete or update can be retracted from the aggregate's state */
+bool
+MvAggRetractable(Oid aggfnoid)
+{
+	return MvincAggGetKind(aggfnoid, NULL, NULL) == MVINC_AGG_RETRACTABLE;
+}
+
+/* The aggregate as a regprocedure literal */
+static char *
+agg_literal(MvColumn *col)
+{
+	return psprintf("%u::pg_catalog.regprocedure", col->aggfnoid);
+}
+
+/* SQL of the aggregate's argument over the relation alias (NULL for f(*)) */
+static char *
+agg_arg_sql(MvColumn *col, const char *alias)
+{
+	Aggref	   *agg = (Aggref *) col->expr;
+
+	if (agg->aggstar || agg->args == NIL)
+		return NULL;
+	return MvExprSql(col->sourceid, (Node *) ((TargetEntry *) linitial(agg->args))->expr, alias);
+}
+
+/* Aggregate expression computing the state of col over rows of alias */
+char *
+MvStateAggSql(MvColumn *col, const char *alias)
+{
+	char	   *arg = agg_arg_sql(col, alias);
+
+	if (arg == NULL)
+		return psprintf("mvinc.agg_state(%s)", agg_literal(col));
+	return psprintf("mvinc.agg_state(%s, %s)", agg_literal(col), arg);
+}
+
+/* NULL of a type, with its collation when it has one */
+static char *
+typed_null(Oid typid, int32 typmod, Oid collation)
+{
+	char	   *s = psprintf("NULL::%s", format_type_with_typemod(typid, typmod));
+
+	if (OidIsValid(collation))
+		s = psprintf("%s COLLATE %s", s, generate_collation_name(collation));
+	return s;
+}
+
+/*
+ * The sample argument of agg_combine/agg_merge: a NULL of the argument's
+ * type and collation, which polymorphic states and min/max of text need.
+ */
+static char *
+merge_sample(MvColumn *col)
+{
+	Aggref	   *agg = (Aggref *) col->expr;
+	Node	   *arg;
+
+	if (agg->aggstar || agg->args == NIL)
+		return "";
+	arg = (Node *) ((TargetEntry *) linitial(agg->args))->expr;
+	return psprintf(", %s", typed_null(exprType(arg), exprTypmod(arg), exprCollation(arg)));
+}
+
+/* Expression combining two states of col (NULL is the empty state) */
+char *
+MvStateMergeSql(MvColumn *col, const char *left, const char *right)
+{
+	return psprintf("mvinc.agg_combine(%s, %s, %s%s)", agg_literal(col), left, right,
+					merge_sample(col));
+}
+
+/* Aggregate expression combining many states of col */
+char *
+MvStateCombineSql(MvColumn *col, const char *state)
+{
+	return psprintf("mvinc.agg_merge(%s, %s%s)", agg_literal(col), state, merge_sample(col));
+}
+
+/* Expression finalizing a state of col into the aggregate's result */
+char *
+MvStateFinalSql(MvColumn *col, const char *state)
+{
+	return psprintf("mvinc.agg_final(%s, %s, %s)", agg_literal(col), state,
+					typed_null(col->typid, col->typmod, col->collation));
+}
+
+/*
+ * Aggregate expression applying the change-log rows of alias (a group's)
+ * to base: new images add, old images retract, inserts first.  NULL when
+ * a retraction is refused (then the group is recomputed).
+ */
+char *
+MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool ordered)
+{
+	char	   *arg = agg_arg_sql(col, alias);
+	char	   *sign = psprintf("CASE WHEN %s._mvinc_image = 'n' THEN 1 ELSE -1 END", alias);
+	char	   *order = ordered ? psprintf(" ORDER BY %s DESC", sign) : "";
+
+	if (arg == NULL)
+		return psprintf("mvinc.agg_apply(%s, %s, %s%s)", agg_literal(col), base, sign, order);
+	return psprintf("mvinc.agg_apply(%s, %s, %s, %s%s)", agg_literal(col), base, sign, arg, order);
+}

@@ -1,0 +1,243 @@
+/*-------------------------------------------------------------------------
+ * mv_utility.c
+ *	  The ProcessUtility hook that takes over the native SQL of incremental
+ *	  views: CREATE MATERIALIZED VIEW ... WITH (mvinc.incremental = true),
+ *	  REFRESH MATERIALIZED VIEW [CONCURRENTLY], and the refusals of
+ *	  TRUNCATE and COPY into a view or its storage.  Everything else (and
+ *	  every materialized view without mvinc.incremental) goes to PostgreSQL
+ *	  unchanged.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+
+#include "mv/mv.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Pass a statement on down the hook chain */
+static void
+call_next(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+		  ProcessUtilityContext context, ParamListInfo params,
+		  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+}
+
+/* Options of a CREATE MATERIALIZED VIEW that concern incremental views */
+typedef struct MvOptions
+{
+	bool		present;		/* mvinc.incremental was given */
+	bool		incremental;
+	char	   *cluster_by;
+	List	   *rest;			/* the options for PostgreSQL */
+} MvOptions;
+
+/* Split the WITH options into mvinc.* and the rest */
+static MvOptions
+split_options(List *options)
+{
+	MvOptions	o = {0};
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+			strcmp(d->defname, "incremental") == 0)
+		{
+			o.present = true;
+			o.incremental = defGetBoolean(d);
+		}
+		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+				 strcmp(d->defname, "cluster_by") == 0)
+			o.cluster_by = defGetString(d);
+		else
+			o.rest = lappend(o.rest, d);
+	}
+	return o;
+}
+
+/* CREATE MATERIALIZED VIEW ... WITH (mvinc.incremental = true) */
+static void
+create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
+				   const char *queryString, bool readOnlyTree,
+				   ProcessUtilityContext context, ParamListInfo params,
+				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	CreateTableAsStmt *copy = copyObject(stmt);
+	PlannedStmt *pcopy = copyObject(pstmt);
+	IntoClause *into = copy->into;
+	Query	   *query = castNode(Query, copy->query);
+	bool		skipData = into->skipData;
+	MvDef	   *def;
+	Oid			viewid;
+
+	if (!MvincExtensionReady())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"mvinc\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION mvinc.")));
+
+	if (copy->if_not_exists &&
+		OidIsValid(RangeVarGetRelid(into->rel, NoLock, true)))
+	{
+		into->options = o->rest;
+		pcopy->utilityStmt = (Node *) copy;
+		call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+		return;
+	}
+
+	def = MvAnalyzeQuery(query, into->rel->relname, true);
+
+	/*
+	 * Start tracking before this transaction writes anything (a capture
+	 * slot cannot be created by a transaction that has written), under the
+	 * SHARE lock that the initial computation holds until commit.
+	 */
+	if (!skipData)
+		LockRelationOid(def->sourceid, ShareLock);
+	MvTrack(def->sourceid, def->kind == MV_KIND_AGGREGATE);
+
+	/* PostgreSQL creates the matview, always empty; we keep its rows */
+	into->options = o->rest;
+	into->skipData = true;
+	pcopy->utilityStmt = (Node *) copy;
+	call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+	CommandCounterIncrement();
+
+	viewid = RangeVarGetRelid(into->rel, AccessExclusiveLock, false);
+	MvCatalogInsert(viewid, def, pg_get_querydef(query, false), o->cluster_by);
+	CommandCounterIncrement();
+	MvCreateStorage(viewid, def, o->cluster_by);
+	CommandCounterIncrement();
+	if (!skipData)
+		(void) MvRefresh(viewid, false, true);
+}
+
+/* REFRESH MATERIALIZED VIEW of an incremental view */
+static void
+refresh_incremental(RefreshMatViewStmt *stmt, Oid viewid)
+{
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+	if (stmt->skipData)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot refresh incremental materialized view \"%s\" WITH NO DATA",
+						get_rel_name(viewid)),
+				 errhint("Drop and recreate the view WITH NO DATA.")));
+	(void) MvRefresh(viewid, false, false);
+}
+
+/* Refuse TRUNCATE or COPY FROM into a view or a storage table */
+static void
+refuse_into(RangeVar *rv, const char *what)
+{
+	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+
+	if (!OidIsValid(relid))
+		return;
+	MvNoteSourceWrite(relid);
+	if (MvIsIncrementalView(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot %s materialized view \"%s\"", what, get_rel_name(relid)),
+				 errdetail("An incremental materialized view is maintained from its source table."),
+				 errhint("Change the source table and refresh the view.")));
+	if (mvinc_refresh_depth == 0 && MvIsStorageTable(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot %s storage table \"%s\" of an incremental materialized view",
+						what, get_rel_name(relid)),
+				 errdetail("The storage table is written only by refresh."),
+				 errhint("Change the source table and refresh the view.")));
+}
+
+/* The ProcessUtility hook */
+static void
+mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				  ProcessUtilityContext context, ParamListInfo params,
+				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (IsA(parsetree, CreateTableAsStmt) &&
+		((CreateTableAsStmt *) parsetree)->objtype == OBJECT_MATVIEW)
+	{
+		CreateTableAsStmt *stmt = (CreateTableAsStmt *) parsetree;
+		MvOptions	o = split_options(stmt->into->options);
+
+		if (o.present || o.cluster_by)
+		{
+			if (!o.incremental && o.cluster_by)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"mvinc.cluster_by\" requires \"mvinc.incremental = true\"")));
+			if (o.incremental)
+			{
+				create_incremental(pstmt, stmt, &o, queryString, readOnlyTree, context,
+								   params, queryEnv, dest, qc);
+				return;
+			}
+			/* mvinc.incremental = false: a plain materialized view */
+			pstmt = copyObject(pstmt);
+			((CreateTableAsStmt *) pstmt->utilityStmt)->into->options = o.rest;
+			readOnlyTree = false;
+		}
+	}
+	else if (IsA(parsetree, RefreshMatViewStmt))
+	{
+		RefreshMatViewStmt *stmt = (RefreshMatViewStmt *) parsetree;
+		Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+
+		if (OidIsValid(relid) && MvIsIncrementalView(relid))
+		{
+			refresh_incremental(stmt, relid);
+			if (qc)
+				SetQueryCompletion(qc, CMDTAG_REFRESH_MATERIALIZED_VIEW, 0);
+			return;
+		}
+	}
+	else if (IsA(parsetree, TruncateStmt))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((TruncateStmt *) parsetree)->relations)
+			refuse_into(lfirst(lc), "truncate");
+	}
+	else if (IsA(parsetree, CopyStmt))
+	{
+		CopyStmt   *stmt = (CopyStmt *) parsetree;
+
+		if (stmt->is_from && stmt->relation)
+			refuse_into(stmt->relation, "copy into");
+	}
+	call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+}
+
+/* Install the ProcessUtility hook */
+void
+MvUtilityInit(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = mv_ProcessUtility;
+}
