@@ -139,6 +139,7 @@ typedef struct ColfileGroupCache
 	ColfileDecoded **cols;		/* [natts], NULL until decoded */
 	bool		by_block;		/* decode single mini-blocks (index fetches) */
 	ColfileDecoded ***blocks;	/* [natts][nblocks] when by_block */
+	int		   *touched;		/* [natts] block last read for one value, or -1 */
 	MemoryContext cxt;
 } ColfileGroupCache;
 
@@ -213,6 +214,8 @@ extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
 extern ColfileDecoded *ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg,
 										  TupleDesc desc, int attnum,
 										  int bno, MemoryContext cxt);
+extern void ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+							   int attnum, int pos, Datum *value, bool *isnull);
 extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
 extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 							 Datum *min, Datum *max);

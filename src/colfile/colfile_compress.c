@@ -23,6 +23,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/datum.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
@@ -316,12 +317,11 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 	return dir;
 }
 
-/* Decompress one mini-block frame into a new buffer in the current context */
+/* Decompress one mini-block frame into raw (b->raw_len bytes) */
 static char *
-unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
-			 const char *stored)
+unpack_block_into(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
+				  const char *stored, char *raw)
 {
-	char	   *raw = palloc(Max(b->raw_len, 1));
 
 	if (b->compression == CHUNK_RAW)
 		memcpy(raw, stored, b->raw_len);
@@ -338,6 +338,15 @@ unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
 							(long long) rg->first_block)));
 	}
 	return raw;
+}
+
+/* Decompress one mini-block frame into a new buffer in the current context */
+static char *
+unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
+			 const char *stored)
+{
+	return unpack_block_into(rel, rg, attnum, b, stored,
+							 palloc(Max(b->raw_len, 1)));
 }
 
 /* Decode the n rows of an unpacked mini-block into values/isnull */
@@ -493,6 +502,95 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
  * Decode one mini-block (rows [bno * COLFILE_ROWS_PER_MINIBLOCK, ...)) of
  * attnum: what an index fetch needs for a single row.
  */
+/*
+ * Backend-lifetime scratch buffers for index fetches: reading and
+ * unpacking a mini-block allocates nothing per fetch. (Allocating and
+ * freeing a few kilobytes per column per lookup made the allocator grow
+ * and trim the heap on every query: page faults were a third of a wide
+ * table's lookup time.)
+ */
+typedef struct ColfileScratch
+{
+	char	   *buf;
+	Size		cap;
+} ColfileScratch;
+
+static ColfileScratch scratch_head;
+static ColfileScratch scratch_stored;
+static ColfileScratch scratch_raw;
+static Datum scratch_values[COLFILE_ROWS_PER_MINIBLOCK];
+static bool scratch_isnull[COLFILE_ROWS_PER_MINIBLOCK];
+
+static char *
+scratch_get(ColfileScratch *s, Size len)
+{
+	if (len > s->cap)
+	{
+		Size		cap = Max(s->cap, 8192);
+
+		while (cap < len)
+			cap *= 2;
+		if (s->buf)
+			pfree(s->buf);
+		s->buf = NULL;
+		s->cap = 0;
+		s->buf = MemoryContextAlloc(TopMemoryContext, cap);
+		s->cap = cap;
+	}
+	return s->buf;
+}
+
+/*
+ * Read the stored bytes of mini-block bno of attnum into scratch space.
+ * Fills *bd with its descriptor; returns the bytes (valid until the next
+ * call).
+ */
+static char *
+read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
+		   int bno, ColfileBlockDesc *bd)
+{
+	uint32		nblocks;
+	Size		tablen,
+				pos;
+	ColfileBlockDesc *blocks;
+	char	   *head;
+	char	   *stored;
+	uint32		stored_nblocks;
+	int			i;
+
+	/* the block count follows from the row count: read count and table at once */
+	nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+	if (bno < 0 || (uint32) bno >= nblocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, bno)));
+	/* only the table entries up to bno are needed */
+	tablen = sizeof(ColfileBlockDesc) * (bno + 1);
+	head = scratch_get(&scratch_head, sizeof(uint32) + tablen);
+	ColfileReadBytes(rel, rg->data_offset + c->offset, head, sizeof(uint32) + tablen);
+	memcpy(&stored_nblocks, head, sizeof(uint32));
+	if (stored_nblocks != nblocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, bno)));
+	blocks = (ColfileBlockDesc *) (head + sizeof(uint32));
+	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+	for (i = 0; i < bno; i++)
+		pos += blocks[i].stored_len;
+	*bd = blocks[bno];
+	stored = scratch_get(&scratch_stored, Max(bd->stored_len, 1));
+	ColfileReadBytes(rel, rg->data_offset + c->offset + pos, stored, bd->stored_len);
+	return stored;
+}
+
+/*
+ * Decode one mini-block (rows [bno * COLFILE_ROWS_PER_MINIBLOCK, ...)) of
+ * attnum: what an index fetch needs for several rows of one block.
+ */
 ColfileDecoded *
 ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 				   int attnum, int bno, MemoryContext cxt)
@@ -503,12 +601,8 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
 	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - first);
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
-	uint32		nblocks;
-	Size		tablen,
-				pos;
-	ColfileBlockDesc *blocks;
+	ColfileBlockDesc bd;
 	char	   *stored;
-	int			i;
 
 	d->values = palloc(sizeof(Datum) * Max(n, 1));
 	d->isnull = palloc(sizeof(bool) * Max(n, 1));
@@ -518,32 +612,40 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 		MemoryContextSwitchTo(old);
 		return d;
 	}
-	/* the block count follows from the row count: read count and table at once */
-	nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
-	tablen = sizeof(ColfileBlockDesc) * nblocks;
-	{
-		char	   *head = palloc(sizeof(uint32) + tablen);
-		uint32		stored_nblocks;
-
-		ColfileReadBytes(rel, rg->data_offset + c->offset, head, sizeof(uint32) + tablen);
-		memcpy(&stored_nblocks, head, sizeof(uint32));
-		if (stored_nblocks != nblocks || bno < 0 || (uint32) bno >= nblocks)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
-							RelationGetRelationName(rel), attnum,
-							(long long) rg->first_block, bno)));
-		blocks = (ColfileBlockDesc *) (head + sizeof(uint32));
-	}
-	pos = sizeof(uint32) + tablen;
-	for (i = 0; i < bno; i++)
-		pos += blocks[i].stored_len;
-	stored = palloc(Max(blocks[bno].stored_len, 1));
-	ColfileReadBytes(rel, rg->data_offset + c->offset + pos, stored, blocks[bno].stored_len);
-	d->raw = unpack_block(rel, rg, attnum, &blocks[bno], stored);
-	decode_block(rel, rg, att, attnum, d->raw, blocks[bno].raw_len, n,
+	stored = read_block(rel, rg, c, attnum, bno, &bd);
+	d->raw = unpack_block(rel, rg, attnum, &bd, stored);
+	decode_block(rel, rg, att, attnum, d->raw, bd.raw_len, n,
 				 (c->flags & CHUNK_HAS_NULLS) != 0, d->values, d->isnull);
-	pfree(stored);
 	MemoryContextSwitchTo(old);
 	return d;
+}
+
+/*
+ * Decode the single value of row pos of attnum (an index fetch's first
+ * touch of a mini-block) in scratch space; a by-reference value is copied
+ * into the current memory context.
+ */
+void
+ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+				   int attnum, int pos, Datum *value, bool *isnull)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+	int			r = pos % COLFILE_ROWS_PER_MINIBLOCK;
+	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - bno * COLFILE_ROWS_PER_MINIBLOCK);
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	ColfileBlockDesc bd;
+	char	   *stored;
+	char	   *raw;
+
+	if (decode_constant(desc, c, att, attnum, 1, value, isnull))
+		return;
+	stored = read_block(rel, rg, c, attnum, bno, &bd);
+	raw = unpack_block_into(rel, rg, attnum, &bd, stored,
+							scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
+	decode_block(rel, rg, att, attnum, raw, bd.raw_len, n,
+				 (c->flags & CHUNK_HAS_NULLS) != 0, scratch_values, scratch_isnull);
+	*isnull = scratch_isnull[r];
+	*value = scratch_isnull[r] || att->attbyval ? scratch_values[r] :
+		datumCopy(scratch_values[r], false, att->attlen);
 }

@@ -98,7 +98,25 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		ColfileDecoded *d;
 
 		if (gc->blocks == NULL)
+		{
 			gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
+			gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
+			memset(gc->touched, -1, sizeof(int) * gc->natts);
+		}
+		if ((gc->blocks[a] == NULL || gc->blocks[a][bno] == NULL) &&
+			gc->touched[a] != bno)
+		{
+			/*
+			 * First touch of this block: decode the one value, keeping
+			 * nothing (a point lookup reads one row per block). A second
+			 * row of the same block decodes and keeps the whole block.
+			 * By-reference values go to the current (per-fetch) context.
+			 */
+			gc->touched[a] = bno;
+			ColfileDecodeValue(rel, &gc->rg, slot->tts_tupleDescriptor, a + 1,
+							   pos, &slot->tts_values[a], &slot->tts_isnull[a]);
+			return;
+		}
 		if (gc->blocks[a] == NULL)
 			gc->blocks[a] = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded *) * nblocks);
 		if (gc->blocks[a][bno] == NULL)
@@ -120,7 +138,8 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 /*
  * Store row pos of a loaded group into slot as a virtual tuple. Columns
  * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
- * once per slot.
+ * once per slot. With by_block, by-reference values may be allocated in
+ * the current memory context: it must live as long as the slot's contents.
  */
 void
 ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,

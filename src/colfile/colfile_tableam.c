@@ -602,7 +602,10 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 			f->cur->by_block = true;
 		}
 	}
+	/* single decoded values live until the next fetch, as heap's buffer pin */
+	old = MemoryContextSwitchTo(f->tmp);
 	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->proj);
+	MemoryContextSwitchTo(old);
 	return true;
 }
 
