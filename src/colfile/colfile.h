@@ -41,6 +41,7 @@
 #include "access/htup.h"
 #include "access/tableam.h"
 #include "nodes/bitmapset.h"
+#include "storage/buf.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
@@ -202,6 +203,8 @@ typedef struct ColfileRowState
 extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
 extern int64 ColfileAppendBytes(Relation rel, const char *data, int64 len);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
+extern void ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
+								 Buffer *keep);
 extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
 
 /* colfile_compress.c */

@@ -22,6 +22,7 @@
 #include "catalog/pg_attribute.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "storage/bufmgr.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -349,11 +350,14 @@ unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
 							 palloc(Max(b->raw_len, 1)));
 }
 
-/* Decode the n rows of an unpacked mini-block into values/isnull */
+/*
+ * Decode the first 'stop' of the n rows of an unpacked mini-block into
+ * values/isnull (stop < n: a single-value fetch needs rows up to its own)
+ */
 static void
-decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
-			 const char *raw, uint32 raw_len, int n, bool hasnulls,
-			 Datum *values, bool *isnull)
+decode_rows(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
+			const char *raw, uint32 raw_len, int n, int stop, bool hasnulls,
+			Datum *values, bool *isnull)
 {
 	Size		off = hasnulls ? MAXALIGN((n + 7) / 8) : 0;
 	int			r;
@@ -372,23 +376,23 @@ decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnu
 		switch (att->attlen)
 		{
 			case 8:
-				for (r = 0; r < n; r++)
+				for (r = 0; r < stop; r++)
 					values[r] = *(const Datum *) (raw + r * stride);
 				break;
 			case 4:
-				for (r = 0; r < n; r++)
+				for (r = 0; r < stop; r++)
 					values[r] = Int32GetDatum(*(const int32 *) (raw + r * stride));
 				break;
 			default:
-				for (r = 0; r < n; r++)
+				for (r = 0; r < stop; r++)
 					values[r] = fetch_att(raw + r * stride, true, att->attlen);
 				break;
 		}
-		memset(isnull, 0, sizeof(bool) * n);
+		memset(isnull, 0, sizeof(bool) * stop);
 		return;
 	}
 
-	for (r = 0; r < n; r++)
+	for (r = 0; r < stop; r++)
 	{
 		if (hasnulls && (raw[r / 8] & (1 << (r % 8))))
 		{
@@ -409,6 +413,15 @@ decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnu
 		values[r] = fetchatt(att, raw + off);
 		off += value_size(att, values[r]);
 	}
+}
+
+/* Decode the n rows of an unpacked mini-block into values/isnull */
+static inline void
+decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
+			 const char *raw, uint32 raw_len, int n, bool hasnulls,
+			 Datum *values, bool *isnull)
+{
+	decode_rows(rel, rg, att, attnum, raw, raw_len, n, n, hasnulls, values, isnull);
 }
 
 /* A chunk that has no stored bytes (dropped, all NULL, added later) */
@@ -556,6 +569,7 @@ read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
 	char	   *head;
 	char	   *stored;
 	uint32		stored_nblocks;
+	Buffer		keep = InvalidBuffer;
 	int			i;
 
 	/* the block count follows from the row count: read count and table at once */
@@ -569,7 +583,8 @@ read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
 	/* only the table entries up to bno are needed */
 	tablen = sizeof(ColfileBlockDesc) * (bno + 1);
 	head = scratch_get(&scratch_head, sizeof(uint32) + tablen);
-	ColfileReadBytes(rel, rg->data_offset + c->offset, head, sizeof(uint32) + tablen);
+	ColfileReadBytesKeep(rel, rg->data_offset + c->offset, head,
+						 sizeof(uint32) + tablen, &keep);
 	memcpy(&stored_nblocks, head, sizeof(uint32));
 	if (stored_nblocks != nblocks)
 		ereport(ERROR,
@@ -583,7 +598,9 @@ read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
 		pos += blocks[i].stored_len;
 	*bd = blocks[bno];
 	stored = scratch_get(&scratch_stored, Max(bd->stored_len, 1));
-	ColfileReadBytes(rel, rg->data_offset + c->offset + pos, stored, bd->stored_len);
+	ColfileReadBytesKeep(rel, rg->data_offset + c->offset + pos, stored,
+						 bd->stored_len, &keep);
+	ReleaseBuffer(keep);
 	return stored;
 }
 
@@ -643,8 +660,14 @@ ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	stored = read_block(rel, rg, c, attnum, bno, &bd);
 	raw = unpack_block_into(rel, rg, attnum, &bd, stored,
 							scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
-	decode_block(rel, rg, att, attnum, raw, bd.raw_len, n,
-				 (c->flags & CHUNK_HAS_NULLS) != 0, scratch_values, scratch_isnull);
+	if (r >= n)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no row %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, pos)));
+	decode_rows(rel, rg, att, attnum, raw, bd.raw_len, n, r + 1,
+				(c->flags & CHUNK_HAS_NULLS) != 0, scratch_values, scratch_isnull);
 	*isnull = scratch_isnull[r];
 	*value = scratch_isnull[r] || att->attbyval ? scratch_values[r] :
 		datumCopy(scratch_values[r], false, att->attlen);
