@@ -31,19 +31,26 @@ CREATE TABLE mvinc.colfile_rowgroup (
     data_length bigint NOT NULL,
     directory bytea NOT NULL
 );
+-- row_count < 0: a reservation of -row_count TIDs by a write buffer whose
+-- rows are not written yet (tables with unique indexes); the real row sorts
+-- after it.
 CREATE UNIQUE INDEX colfile_rowgroup_key
-    ON mvinc.colfile_rowgroup (relfilenode, first_block);
+    ON mvinc.colfile_rowgroup (relfilenode, first_block, row_count);
 
 -- Row states: one tuple per deleted, updated or locked row version, whose
 -- xmin is the transaction that did it. kind: 'd' deleted, 'u' updated (the
 -- new version is at new_tid), 'k' killed speculative insert, 'x' locked
 -- FOR [NO KEY] UPDATE, 's' locked FOR [KEY] SHARE. A lock ends with its
--- transaction; VACUUM removes records that no longer matter.
+-- transaction; VACUUM removes records that no longer matter. The deletion
+-- records of one statement share a sequence number from colfile_seq: they
+-- are that statement's "delete file", ordered against data files (and, in
+-- part 2, column files) by sequence number.
 CREATE TABLE mvinc.colfile_rowstate (
     relfilenode oid NOT NULL,
     row_tid tid NOT NULL,
     kind "char" NOT NULL,
-    new_tid tid
+    new_tid tid,
+    seq bigint              -- deletions: one sequence number per statement
 );
 CREATE INDEX colfile_rowstate_key
     ON mvinc.colfile_rowstate (relfilenode, row_tid);

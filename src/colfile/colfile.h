@@ -18,6 +18,21 @@
  *  - Row states (deleted, updated to a new TID, locked) are tuples of the
  *	  heap table mvinc.colfile_rowstate, whose own xmin says who did it: that
  *	  is how MVCC, waiting and EvalPlanQual work without xids in our pages.
+ *  - Rows per group: the GUC mvinc.colfile_rows_per_group (default 10000),
+ *	  read when a group is written (PG15 has no reloptions for table AMs).
+ *	  Chunks are compressed in mini-blocks of 512 rows so that an index
+ *	  fetch decodes one block per needed column.
+ *
+ * SERIALIZABLE works through the metadata tables: scans read them under the
+ * transaction snapshot, so SSI's predicate locks and conflict checks on
+ * them see every row group and deletion (coarser than heap, never weaker).
+ *
+ * Not supported (refused with an error): temporary and unlogged tables,
+ * TABLESAMPLE, CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
+ * Planned away: bitmap scans, TID range scans. Known differences from heap:
+ * a non-key UPDATE waits for FOR KEY SHARE lockers; VACUUM FULL, CLUSTER
+ * and TRUNCATE are not MVCC-safe for older snapshots; space of dropped row
+ * groups is reused only after VACUUM FULL.
  *-------------------------------------------------------------------------
  */
 #ifndef MVINC_COLFILE_H
@@ -26,6 +41,7 @@
 #include "access/htup.h"
 #include "access/tableam.h"
 #include "nodes/bitmapset.h"
+#include "storage/buf.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
@@ -71,6 +87,16 @@ typedef struct ColfileChunkDesc
 	uint16		pad;
 } ColfileChunkDesc;
 
+#define COLFILE_ROWS_PER_MINIBLOCK 512
+
+/* One independently compressed mini-block of a chunk (in the chunk's bytes) */
+typedef struct ColfileBlockDesc
+{
+	uint32		stored_len;
+	uint32		raw_len;
+	uint32		compression;
+} ColfileBlockDesc;
+
 /* Directory header; followed by natts ColfileChunkDesc, then min/max bytes */
 typedef struct ColfileDirHeader
 {
@@ -78,7 +104,15 @@ typedef struct ColfileDirHeader
 	int32		pad;
 } ColfileDirHeader;
 
-/* A row group as read from mvinc.colfile_rowgroup */
+/*
+ * A row group as read from mvinc.colfile_rowgroup. nrows < 0 marks a
+ * reservation: a write buffer of a table with a unique index records its
+ * TID range (-nrows rows) before its rows are written, so that other
+ * sessions' uniqueness checks find the in-progress rows and wait. The real
+ * row has the same first_block and sorts after it (index on relfilenode,
+ * first_block, row_count), so lookups find it first; VACUUM removes
+ * reservations of finished transactions.
+ */
 typedef struct ColfileRowGroup
 {
 	int64		first_block;
@@ -104,6 +138,9 @@ typedef struct ColfileGroupCache
 	ColfileRowGroup rg;
 	int			natts;			/* of the table now */
 	ColfileDecoded **cols;		/* [natts], NULL until decoded */
+	bool		by_block;		/* decode single mini-blocks (index fetches) */
+	ColfileDecoded ***blocks;	/* [natts][nblocks] when by_block */
+	int		   *touched;		/* [natts] block last read for one value, or -1 */
 	MemoryContext cxt;
 } ColfileGroupCache;
 
@@ -135,6 +172,7 @@ extern bool ColfileIsColfileRel(Relation rel);
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);
 extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
+extern void ColfilePruneReservations(Oid relfilenode);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
@@ -165,6 +203,8 @@ typedef struct ColfileRowState
 extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
 extern int64 ColfileAppendBytes(Relation rel, const char *data, int64 len);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
+extern void ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
+								 Buffer *keep);
 extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
 
 /* colfile_compress.c */
@@ -172,8 +212,13 @@ extern bytea *ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 								 Datum **values, bool **isnull,
 								 StringInfo data);
 extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
-										  Form_pg_attribute att, int attnum,
+										  TupleDesc desc, int attnum,
 										  MemoryContext cxt);
+extern ColfileDecoded *ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg,
+										  TupleDesc desc, int attnum,
+										  int bno, MemoryContext cxt);
+extern void ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+							   int attnum, int pos, Datum *value, bool *isnull);
 extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
 extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 							 Datum *min, Datum *max);
@@ -203,6 +248,7 @@ extern void ColfileTidFor(int64 first_block, int pos, ItemPointer tid);
 extern int	ColfilePosFor(int64 first_block, ItemPointer tid);
 extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							  ColfileRowGroup *rg);
+extern void ColfileReaderXactEnd(void);
 extern bool ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 							TupleTableSlot *slot);
 
@@ -250,6 +296,8 @@ extern void ColfileProjectionInit(void);
 extern Bitmapset *ColfileParallelNeeded(Oid relid);
 extern void ColfileProjectionXactEnd(void);
 extern void ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed);
+extern ColfileRowGroup *ColfileScanNextGroup(TableScanDesc scan);
+extern void ColfileScanSetSkipQuals(TableScanDesc scan, List *quals, Index scanrelid);
 extern void ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed);
 
 #endif							/* MVINC_COLFILE_H */

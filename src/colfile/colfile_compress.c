@@ -4,10 +4,13 @@
  *	  an optional null bitmap, zstd compression (kept raw when it does not
  *	  shrink), and per-chunk min/max in the row group directory.
  *
- * Raw chunk layout: [null bitmap, nrows bits, MAXALIGNed, only with nulls]
- * [non-null values, each aligned to typalign; varlenas with a 4-byte
- * header]. Decoded byref Datums point into the decompressed buffer, which
- * is palloc'd and so MAXALIGNed.
+ * Stored chunk: uint32 block count, a ColfileBlockDesc per mini-block of
+ * COLFILE_ROWS_PER_MINIBLOCK rows, then each block's frame (zstd, or raw
+ * when that is not smaller). An unpacked block: [null bitmap, one bit per
+ * row, MAXALIGNed, only when the chunk has nulls][non-null values, each
+ * aligned to typalign; varlenas with a 4-byte header]. Decoded byref Datums
+ * point into the unpacked buffer, which is palloc'd and so MAXALIGNed.
+ * Scans decode whole chunks; index fetches decode single blocks.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,12 +22,35 @@
 #include "catalog/pg_attribute.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "storage/bufmgr.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
 #include "colfile/colfile.h"
 
 #define MINMAX_MAX_BYTES 256
+
+/* zstd contexts, made once per backend (creating one per frame is costly) */
+static ZSTD_CCtx *cctx = NULL;
+static ZSTD_DCtx *dctx = NULL;
+
+static ZSTD_CCtx *
+get_cctx(void)
+{
+	if (cctx == NULL && (cctx = ZSTD_createCCtx()) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	return cctx;
+}
+
+static ZSTD_DCtx *
+get_dctx(void)
+{
+	if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	return dctx;
+}
 
 /* Bytes a value takes in a chunk (varlena: with a 4-byte header) */
 static Size
@@ -126,7 +152,6 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 		ColfileChunkDesc *c = &chunks[a];
 		int			nnull = 0;
 		int			r;
-		Size		off;
 		TypeCacheEntry *tc = NULL;
 		Datum		mn = 0,
 					mx = 0;
@@ -142,72 +167,37 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 			continue;
 		}
 
-		/* lay the raw chunk out */
-		resetStringInfo(&raw);
-		off = 0;
 		if (nnull > 0)
-		{
 			c->flags |= CHUNK_HAS_NULLS;
-			off = MAXALIGN((nrows + 7) / 8);
-		}
-		{
-			Size		total = off;
 
-			for (r = 0; r < nrows; r++)
-			{
-				if (isnull[a][r])
-					continue;
-				total = att_align_nominal(total, att->attalign);
-				total += value_size(att, values[a][r]);
-			}
-			enlargeStringInfo(&raw, total);
-			memset(raw.data, 0, total);
-			raw.len = total;
-		}
-		if (nnull > 0)
-		{
-			for (r = 0; r < nrows; r++)
-				if (isnull[a][r])
-					raw.data[r / 8] |= (1 << (r % 8));
-		}
-
+		/* min/max over the chunk */
 		if (OidIsValid(att->atttypid))
 		{
 			tc = lookup_type_cache(att->atttypid, TYPECACHE_CMP_PROC_FINFO);
 			if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
 				tc = NULL;
 		}
-		for (r = 0; r < nrows; r++)
+		for (r = 0; tc != NULL && r < nrows; r++)
 		{
 			Datum		v = values[a][r];
 
 			if (isnull[a][r])
 				continue;
-			off = att_align_nominal(off, att->attalign);
-			store_value(att, v, raw.data + off);
-			off += value_size(att, v);
-			if (tc)
+			if (!have)
 			{
-				if (!have)
-				{
-					mn = mx = v;
-					have = true;
-				}
-				else
-				{
-					if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
-														att->attcollation,
-														v, mn)) < 0)
-						mn = v;
-					if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
-														att->attcollation,
-														v, mx)) > 0)
-						mx = v;
-				}
+				mn = mx = v;
+				have = true;
+			}
+			else
+			{
+				if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
+													att->attcollation, v, mn)) < 0)
+					mn = v;
+				if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo,
+													att->attcollation, v, mx)) > 0)
+					mx = v;
 			}
 		}
-
-		/* min/max into the directory's area */
 		if (have)
 		{
 			Size		l1 = att->attbyval ? sizeof(Datum) : value_size(att, mn);
@@ -237,28 +227,80 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 			}
 		}
 
-		/* compress */
-		c->raw_len = raw.len;
+		/*
+		 * The chunk: a block table, then one independently compressed frame
+		 * per mini-block of COLFILE_ROWS_PER_MINIBLOCK rows, so that a
+		 * single row can be read without decompressing the whole chunk.
+		 */
 		{
-			size_t		bound = ZSTD_compressBound(raw.len);
-			size_t		n;
+			int			nblocks = (nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+			Size		tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+			ColfileBlockDesc *blocks = palloc0(sizeof(ColfileBlockDesc) * nblocks);
+			StringInfoData frames;
+			int			bno;
+			uint32		nb = nblocks;
+			bool		anyzstd = false;
 
-			enlargeStringInfo(data, bound);
-			n = ZSTD_compress(data->data + data->len, bound, raw.data, raw.len,
-							  colfile_compression_level);
-			if (!ZSTD_isError(n) && n < (size_t) raw.len)
+			initStringInfo(&frames);
+			c->raw_len = 0;
+			for (bno = 0; bno < nblocks; bno++)
 			{
-				c->compression = CHUNK_ZSTD;
-				c->stored_len = n;
-				data->len += n;
-				data->data[data->len] = '\0';
+				int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+				int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first);
+				Size		off = (nnull > 0) ? MAXALIGN((n + 7) / 8) : 0;
+				Size		total = off;
+				size_t		bound,
+							z;
+
+				for (r = 0; r < n; r++)
+				{
+					if (isnull[a][first + r])
+						continue;
+					total = att_align_nominal(total, att->attalign);
+					total += value_size(att, values[a][first + r]);
+				}
+				resetStringInfo(&raw);
+				enlargeStringInfo(&raw, total);
+				memset(raw.data, 0, total);
+				raw.len = total;
+				for (r = 0; r < n; r++)
+				{
+					if (isnull[a][first + r])
+					{
+						raw.data[r / 8] |= (1 << (r % 8));
+						continue;
+					}
+					off = att_align_nominal(off, att->attalign);
+					store_value(att, values[a][first + r], raw.data + off);
+					off += value_size(att, values[a][first + r]);
+				}
+				blocks[bno].raw_len = raw.len;
+				c->raw_len += raw.len;
+				bound = ZSTD_compressBound(raw.len);
+				enlargeStringInfo(&frames, bound);
+				z = ZSTD_compressCCtx(get_cctx(), frames.data + frames.len, bound,
+									  raw.data, raw.len, colfile_compression_level);
+				if (!ZSTD_isError(z) && z < (size_t) raw.len)
+				{
+					blocks[bno].compression = CHUNK_ZSTD;
+					blocks[bno].stored_len = z;
+					frames.len += z;
+					anyzstd = true;
+				}
+				else
+				{
+					blocks[bno].compression = CHUNK_RAW;
+					blocks[bno].stored_len = raw.len;
+					appendBinaryStringInfo(&frames, raw.data, raw.len);
+				}
 			}
-			else
-			{
-				c->compression = CHUNK_RAW;
-				c->stored_len = raw.len;
-				appendBinaryStringInfo(data, raw.data, raw.len);
-			}
+			appendBinaryStringInfo(data, (char *) &nb, sizeof(uint32));
+			appendBinaryStringInfo(data, (char *) blocks, sizeof(ColfileBlockDesc) * nblocks);
+			appendBinaryStringInfo(data, frames.data, frames.len);
+			c->stored_len = tablen + frames.len;
+			c->compression = anyzstd ? CHUNK_ZSTD : CHUNK_RAW;
+			pfree(frames.data);
+			pfree(blocks);
 		}
 	}
 
@@ -276,93 +318,357 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 	return dir;
 }
 
-/* Read and decode the chunk of attnum in a row group */
-ColfileDecoded *
-ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
-				   int attnum, MemoryContext cxt)
+/* Decompress one mini-block frame into raw (b->raw_len bytes) */
+static char *
+unpack_block_into(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
+				  const char *stored, char *raw)
 {
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
-	int			nrows = rg->nrows;
-	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
-	int			r;
 
-	d->values = palloc(sizeof(Datum) * nrows);
-	d->isnull = palloc(sizeof(bool) * nrows);
-	d->raw = NULL;
-
-	if (c == NULL || att->attisdropped)
-	{
-		/* column added after this group was written: its missing value */
-		bool		isnull = true;
-		Datum		v = 0;
-
-		if (c == NULL && !att->attisdropped)
-			v = getmissingattr(RelationGetDescr(rel), attnum, &isnull);
-		for (r = 0; r < nrows; r++)
-		{
-			d->values[r] = v;
-			d->isnull[r] = isnull;
-		}
-		MemoryContextSwitchTo(old);
-		return d;
-	}
-	if (c->flags & CHUNK_ALL_NULL)
-	{
-		for (r = 0; r < nrows; r++)
-		{
-			d->values[r] = (Datum) 0;
-			d->isnull[r] = true;
-		}
-		MemoryContextSwitchTo(old);
-		return d;
-	}
-
-	d->raw = palloc(Max(c->raw_len, 1));
-	if (c->compression == CHUNK_RAW)
-		ColfileReadBytes(rel, rg->data_offset + c->offset, d->raw, c->stored_len);
+	if (b->compression == CHUNK_RAW)
+		memcpy(raw, stored, b->raw_len);
 	else
 	{
-		char	   *buf = palloc(c->stored_len);
-		size_t		n;
+		size_t		n = ZSTD_decompressDCtx(get_dctx(), raw, b->raw_len,
+											stored, b->stored_len);
 
-		ColfileReadBytes(rel, rg->data_offset + c->offset, buf, c->stored_len);
-		n = ZSTD_decompress(d->raw, c->raw_len, buf, c->stored_len);
-		if (ZSTD_isError(n) || n != c->raw_len)
+		if (ZSTD_isError(n) || n != b->raw_len)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("colfile table \"%s\": cannot decompress column %d of row group %lld",
 							RelationGetRelationName(rel), attnum,
 							(long long) rg->first_block)));
-		pfree(buf);
 	}
+	return raw;
+}
 
+/* Decompress one mini-block frame into a new buffer in the current context */
+static char *
+unpack_block(Relation rel, ColfileRowGroup *rg, int attnum, ColfileBlockDesc *b,
+			 const char *stored)
+{
+	return unpack_block_into(rel, rg, attnum, b, stored,
+							 palloc(Max(b->raw_len, 1)));
+}
+
+/*
+ * Decode the first 'stop' of the n rows of an unpacked mini-block into
+ * values/isnull (stop < n: a single-value fetch needs rows up to its own)
+ */
+static void
+decode_rows(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
+			const char *raw, uint32 raw_len, int n, int stop, bool hasnulls,
+			Datum *values, bool *isnull)
+{
+	Size		off = hasnulls ? MAXALIGN((n + 7) / 8) : 0;
+	int			r;
+
+	/* fast path: fixed-width by-value values without nulls are a plain array */
+	if (!hasnulls && att->attbyval && att->attlen > 0)
 	{
-		Size		off = 0;
-		bool		hasnulls = (c->flags & CHUNK_HAS_NULLS) != 0;
+		Size		stride = att_align_nominal(att->attlen, att->attalign);
 
-		if (hasnulls)
-			off = MAXALIGN((nrows + 7) / 8);
-		for (r = 0; r < nrows; r++)
+		if (stride * n > raw_len)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block)));
+		switch (att->attlen)
 		{
-			if (hasnulls && (d->raw[r / 8] & (1 << (r % 8))))
-			{
-				d->values[r] = (Datum) 0;
-				d->isnull[r] = true;
-				continue;
-			}
-			if (off >= c->raw_len)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
-								RelationGetRelationName(rel), attnum,
-								(long long) rg->first_block)));
-			off = att_align_nominal(off, att->attalign);
-			d->isnull[r] = false;
-			d->values[r] = fetchatt(att, d->raw + off);
-			off += value_size(att, d->values[r]);
+			case 8:
+				for (r = 0; r < stop; r++)
+					values[r] = *(const Datum *) (raw + r * stride);
+				break;
+			case 4:
+				for (r = 0; r < stop; r++)
+					values[r] = Int32GetDatum(*(const int32 *) (raw + r * stride));
+				break;
+			default:
+				for (r = 0; r < stop; r++)
+					values[r] = fetch_att(raw + r * stride, true, att->attlen);
+				break;
 		}
+		memset(isnull, 0, sizeof(bool) * stop);
+		return;
 	}
+
+	for (r = 0; r < stop; r++)
+	{
+		if (hasnulls && (raw[r / 8] & (1 << (r % 8))))
+		{
+			values[r] = (Datum) 0;
+			isnull[r] = true;
+			continue;
+		}
+		off = att_align_nominal(off, att->attalign);
+		if (off >= raw_len || (att->attlen > 0 && off + att->attlen > raw_len) ||
+			(att->attlen == -1 && (off + VARHDRSZ > raw_len ||
+								   off + VARSIZE(raw + off) > raw_len)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld is truncated",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block)));
+		isnull[r] = false;
+		values[r] = fetchatt(att, raw + off);
+		off += value_size(att, values[r]);
+	}
+}
+
+/* Decode the n rows of an unpacked mini-block into values/isnull */
+static inline void
+decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
+			 const char *raw, uint32 raw_len, int n, bool hasnulls,
+			 Datum *values, bool *isnull)
+{
+	decode_rows(rel, rg, att, attnum, raw, raw_len, n, n, hasnulls, values, isnull);
+}
+
+/* A chunk that has no stored bytes (dropped, all NULL, added later) */
+static bool
+decode_constant(TupleDesc desc, ColfileChunkDesc *c, Form_pg_attribute att,
+				int attnum, int nrows, Datum *values, bool *isnull)
+{
+	bool		null = true;
+	Datum		v = 0;
+	int			r;
+
+	if (c != NULL && !att->attisdropped && !(c->flags & CHUNK_ALL_NULL))
+		return false;
+	if (c == NULL && !att->attisdropped)
+	{
+		/* copied: the relcache's copy may go away while ours is in use */
+		v = getmissingattr(desc, attnum, &null);
+		if (!null)
+			v = datumCopy(v, att->attbyval, att->attlen);
+	}
+	for (r = 0; r < nrows; r++)
+	{
+		values[r] = v;
+		isnull[r] = null;
+	}
+	return true;
+}
+
+/* Read and decode the whole chunk of attnum in a row group */
+ColfileDecoded *
+ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+				   int attnum, MemoryContext cxt)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
+	int			nrows = rg->nrows;
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	char	   *stored;
+	uint32		nblocks;
+	ColfileBlockDesc *blocks;
+	Size		pos;
+	int			bno;
+
+	d->values = palloc(sizeof(Datum) * Max(nrows, 1));
+	d->isnull = palloc(sizeof(bool) * Max(nrows, 1));
+	d->raw = NULL;
+	if (decode_constant(desc, c, att, attnum, nrows, d->values, d->isnull))
+	{
+		MemoryContextSwitchTo(old);
+		return d;
+	}
+
+	stored = palloc(c->stored_len);
+	ColfileReadBytes(rel, rg->data_offset + c->offset, stored, c->stored_len);
+	memcpy(&nblocks, stored, sizeof(uint32));
+	if (nblocks != (uint32) ((nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has %u blocks",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, nblocks)));
+	blocks = palloc(sizeof(ColfileBlockDesc) * nblocks);
+	memcpy(blocks, stored + sizeof(uint32), sizeof(ColfileBlockDesc) * nblocks);
+	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+	for (bno = 0; bno < (int) nblocks; bno++)
+	{
+		int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+		char	   *raw;
+
+		if (pos + blocks[bno].stored_len > c->stored_len)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block)));
+		raw = unpack_block(rel, rg, attnum, &blocks[bno], stored + pos);
+		decode_block(rel, rg, att, attnum, raw, blocks[bno].raw_len,
+					 Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first),
+					 (c->flags & CHUNK_HAS_NULLS) != 0,
+					 d->values + first, d->isnull + first);
+		pos += blocks[bno].stored_len;
+		/* raw stays allocated in cxt: byref values point into it */
+	}
+	pfree(stored);
 	MemoryContextSwitchTo(old);
 	return d;
+}
+
+/*
+ * Decode one mini-block (rows [bno * COLFILE_ROWS_PER_MINIBLOCK, ...)) of
+ * attnum: what an index fetch needs for a single row.
+ */
+/*
+ * Backend-lifetime scratch buffers for index fetches: reading and
+ * unpacking a mini-block allocates nothing per fetch. (Allocating and
+ * freeing a few kilobytes per column per lookup made the allocator grow
+ * and trim the heap on every query: page faults were a third of a wide
+ * table's lookup time.)
+ */
+typedef struct ColfileScratch
+{
+	char	   *buf;
+	Size		cap;
+} ColfileScratch;
+
+static ColfileScratch scratch_head;
+static ColfileScratch scratch_stored;
+static ColfileScratch scratch_raw;
+static Datum scratch_values[COLFILE_ROWS_PER_MINIBLOCK];
+static bool scratch_isnull[COLFILE_ROWS_PER_MINIBLOCK];
+
+static char *
+scratch_get(ColfileScratch *s, Size len)
+{
+	if (len > s->cap)
+	{
+		Size		cap = Max(s->cap, 8192);
+
+		while (cap < len)
+			cap *= 2;
+		if (s->buf)
+			pfree(s->buf);
+		s->buf = NULL;
+		s->cap = 0;
+		s->buf = MemoryContextAlloc(TopMemoryContext, cap);
+		s->cap = cap;
+	}
+	return s->buf;
+}
+
+/*
+ * Read the stored bytes of mini-block bno of attnum into scratch space.
+ * Fills *bd with its descriptor; returns the bytes (valid until the next
+ * call).
+ */
+static char *
+read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
+		   int bno, ColfileBlockDesc *bd)
+{
+	uint32		nblocks;
+	Size		tablen,
+				pos;
+	ColfileBlockDesc *blocks;
+	char	   *head;
+	char	   *stored;
+	uint32		stored_nblocks;
+	Buffer		keep = InvalidBuffer;
+	int			i;
+
+	/* the block count follows from the row count: read count and table at once */
+	nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+	if (bno < 0 || (uint32) bno >= nblocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, bno)));
+	/* only the table entries up to bno are needed */
+	tablen = sizeof(ColfileBlockDesc) * (bno + 1);
+	head = scratch_get(&scratch_head, sizeof(uint32) + tablen);
+	ColfileReadBytesKeep(rel, rg->data_offset + c->offset, head,
+						 sizeof(uint32) + tablen, &keep);
+	memcpy(&stored_nblocks, head, sizeof(uint32));
+	if (stored_nblocks != nblocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, bno)));
+	blocks = (ColfileBlockDesc *) (head + sizeof(uint32));
+	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+	for (i = 0; i < bno; i++)
+		pos += blocks[i].stored_len;
+	*bd = blocks[bno];
+	stored = scratch_get(&scratch_stored, Max(bd->stored_len, 1));
+	ColfileReadBytesKeep(rel, rg->data_offset + c->offset + pos, stored,
+						 bd->stored_len, &keep);
+	ReleaseBuffer(keep);
+	return stored;
+}
+
+/*
+ * Decode one mini-block (rows [bno * COLFILE_ROWS_PER_MINIBLOCK, ...)) of
+ * attnum: what an index fetch needs for several rows of one block.
+ */
+ColfileDecoded *
+ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+				   int attnum, int bno, MemoryContext cxt)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ColfileDecoded *d = palloc(sizeof(ColfileDecoded));
+	int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - first);
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	ColfileBlockDesc bd;
+	char	   *stored;
+
+	d->values = palloc(sizeof(Datum) * Max(n, 1));
+	d->isnull = palloc(sizeof(bool) * Max(n, 1));
+	d->raw = NULL;
+	if (decode_constant(desc, c, att, attnum, n, d->values, d->isnull))
+	{
+		MemoryContextSwitchTo(old);
+		return d;
+	}
+	stored = read_block(rel, rg, c, attnum, bno, &bd);
+	d->raw = unpack_block(rel, rg, attnum, &bd, stored);
+	decode_block(rel, rg, att, attnum, d->raw, bd.raw_len, n,
+				 (c->flags & CHUNK_HAS_NULLS) != 0, d->values, d->isnull);
+	MemoryContextSwitchTo(old);
+	return d;
+}
+
+/*
+ * Decode the single value of row pos of attnum (an index fetch's first
+ * touch of a mini-block) in scratch space; a by-reference value is copied
+ * into the current memory context.
+ */
+void
+ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+				   int attnum, int pos, Datum *value, bool *isnull)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+	int			r = pos % COLFILE_ROWS_PER_MINIBLOCK;
+	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - bno * COLFILE_ROWS_PER_MINIBLOCK);
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	ColfileBlockDesc bd;
+	char	   *stored;
+	char	   *raw;
+
+	if (decode_constant(desc, c, att, attnum, 1, value, isnull))
+		return;
+	stored = read_block(rel, rg, c, attnum, bno, &bd);
+	raw = unpack_block_into(rel, rg, attnum, &bd, stored,
+							scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
+	if (r >= n)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no row %d",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, pos)));
+	decode_rows(rel, rg, att, attnum, raw, bd.raw_len, n, r + 1,
+				(c->flags & CHUNK_HAS_NULLS) != 0, scratch_values, scratch_isnull);
+	*isnull = scratch_isnull[r];
+	*value = scratch_isnull[r] || att->attbyval ? scratch_values[r] :
+		datumCopy(scratch_values[r], false, att->attlen);
 }

@@ -41,6 +41,7 @@ colfile_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			ColfileWriterXactCallback(event == XACT_EVENT_COMMIT);
 			ColfileProjectionXactEnd();
+			ColfileReaderXactEnd();
 			break;
 		default:
 			break;

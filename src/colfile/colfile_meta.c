@@ -14,6 +14,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -26,21 +27,48 @@
 #include "utils/fmgrprotos.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
 
 #define Natts_rowgroup 7
-#define Natts_rowstate 4
+#define Natts_rowstate 5
 
-/* Resolve the metadata tables of the installed extension */
+static ColfileMetaRels cached_ids;
+static bool cached_ids_valid = false;
+static bool inval_registered = false;
+
+/* Any relcache invalidation of our tables (or of everything) drops the cache */
+static void
+meta_relcache_inval(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == cached_ids.rowgroup ||
+		relid == cached_ids.rowgroup_idx || relid == cached_ids.rowstate ||
+		relid == cached_ids.rowstate_idx || relid == cached_ids.seq)
+		cached_ids_valid = false;
+}
+
+/* Resolve the metadata tables of the installed extension (cached) */
 void
 ColfileMetaRelIds(ColfileMetaRels *ids)
 {
-	Oid			nsp = get_namespace_oid("mvinc", true);
+	Oid			nsp;
 
+	if (cached_ids_valid)
+	{
+		*ids = cached_ids;
+		return;
+	}
+	if (!inval_registered)
+	{
+		CacheRegisterRelcacheCallback(meta_relcache_inval, (Datum) 0);
+		inval_registered = true;
+	}
+	nsp = get_namespace_oid("mvinc", true);
 	if (!OidIsValid(nsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -58,6 +86,8 @@ ColfileMetaRelIds(ColfileMetaRels *ids)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("colfile metadata tables of extension \"mvinc\" are missing"),
 				 errhint("Reinstall the extension.")));
+	cached_ids = *ids;
+	cached_ids_valid = true;
 }
 
 /* Next sequence number for a row group */
@@ -77,16 +107,22 @@ insert_with_index(Relation heap, Oid indexoid, HeapTuple tup, CommandId cid,
 {
 	Relation	idx;
 	IndexInfo  *ii;
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile metadata insert",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old;
 
 	heap_insert(heap, tup, cid, 0, NULL);
+	old = MemoryContextSwitchTo(tmp);
 	idx = index_open(indexoid, RowExclusiveLock);
 	ii = BuildIndexInfo(idx);
 	index_insert(idx, keys, keynulls, &tup->t_self, heap,
 				 unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, false, ii);
 	index_close(idx, RowExclusiveLock);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
 }
 
-/* Record a newly written row group */
+/* Record a newly written row group, or a reservation (nrows < 0) */
 void
 ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
 {
@@ -109,6 +145,36 @@ ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
 	insert_with_index(meta, ids.rowgroup_idx, tup, cid, values, nulls, true);
 	heap_freetuple(tup);
 	table_close(meta, RowExclusiveLock);
+}
+
+/* Delete reservations of finished transactions (VACUUM) */
+void
+ColfilePruneReservations(Oid relfilenode)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, GetLatestSnapshot(), 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int32		nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if (nrows < 0 && !TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdIsInProgress(xmin))
+			simple_heap_delete(meta, &tup->t_self);
+	}
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
 }
 
 /*
@@ -185,7 +251,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
 	if (found &&
-		block >= rg->first_block + (rg->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
+		block >= rg->first_block + (Abs(rg->nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
 		found = false;
 	return found;
 }
@@ -217,6 +283,8 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 		rg = palloc(sizeof(ColfileRowGroup));
 
 		rowgroup_from_tuple(meta, tup, rg);
+		if (rg->nrows < 0)
+			continue;			/* a reservation: rows still being buffered */
 		result = lappend(result, rg);
 	}
 	systable_endscan_ordered(scan);
@@ -335,6 +403,24 @@ ColfilePruneRowStates(Oid relfilenode)
 	return n;
 }
 
+/* One sequence number per (transaction, command): a statement's delete file */
+static int64
+statement_seq(CommandId cid)
+{
+	static TransactionId seq_xid = InvalidTransactionId;
+	static CommandId seq_cid = InvalidCommandId;
+	static int64 seq = 0;
+	TransactionId xid = GetCurrentTransactionId();
+
+	if (xid != seq_xid || cid != seq_cid)
+	{
+		seq = ColfileNextSeq();
+		seq_xid = xid;
+		seq_cid = cid;
+	}
+	return seq;
+}
+
 /* Record a row state (deletion, update, lock, kill) with a command id */
 void
 ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
@@ -355,6 +441,10 @@ ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 		values[3] = ItemPointerGetDatum(new_tid);
 	else
 		nulls[3] = true;
+	if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+		values[4] = Int64GetDatum(statement_seq(cid));
+	else
+		nulls[4] = true;
 	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
 	insert_with_index(meta, ids.rowstate_idx, tup, cid, values, nulls, false);
 	heap_freetuple(tup);

@@ -30,6 +30,7 @@
 #include "access/xact.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -41,8 +42,8 @@
  * TM_Invisible; fills tmfd for the failures.
  */
 static TM_Result
-check_row(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
-		  TM_FailureData *tmfd, TransactionId *wait_xid, char *own_lock)
+check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
+				   TM_FailureData *tmfd, TransactionId *wait_xid, char *own_lock)
 {
 	List	   *states = ColfileRowStatesFor(rel->rd_node.relNode, tid);
 	ListCell   *lc;
@@ -123,6 +124,22 @@ check_row(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 done:
 	list_free_deep(states);
 	return result;
+}
+
+/* check_row_internal in a memory context of its own (called per row) */
+static TM_Result
+check_row(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
+		  TM_FailureData *tmfd, TransactionId *wait_xid, char *own_lock)
+{
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+	TM_Result	r;
+
+	r = check_row_internal(rel, tid, cid, exclusive, tmfd, wait_xid, own_lock);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+	return r;
 }
 
 /* Wait for xid per wait policy; false when the caller must give up */

@@ -192,6 +192,8 @@ setup_scan(PlanState *ps, Bitmapset *needed, SetupContext *sc)
 		{
 			ss->ss.ss_currentScanDesc = table_beginscan(rel, estate->es_snapshot, 0, NULL);
 			ColfileScanSetNeeded(ss->ss.ss_currentScanDesc, needed);
+			ColfileScanSetSkipQuals(ss->ss.ss_currentScanDesc, ps->plan->qual,
+									((Scan *) ps->plan)->scanrelid);
 		}
 	}
 	else if (IsA(ps, IndexScanState) && !ps->plan->parallel_aware)

@@ -77,7 +77,11 @@ ColfileMakeProj(Bitmapset *needed, int natts)
 	return p;
 }
 
-/* Decode (once per group) and fetch one value */
+/*
+ * Decode (once per group) and fetch one value. The slot's descriptor, not
+ * the relation's, says how to read the stored bytes: ALTER COLUMN TYPE
+ * reads the old rows with the old descriptor after the catalog changed.
+ */
 static inline void
 fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot)
 {
@@ -87,9 +91,45 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		slot->tts_isnull[a] = true;
 		return;
 	}
+	if (gc->by_block && gc->cols[a] == NULL)
+	{
+		int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+		int			nblocks = (gc->rg.nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+		ColfileDecoded *d;
+
+		if (gc->blocks == NULL)
+		{
+			gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
+			gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
+			memset(gc->touched, -1, sizeof(int) * gc->natts);
+		}
+		if ((gc->blocks[a] == NULL || gc->blocks[a][bno] == NULL) &&
+			gc->touched[a] != bno)
+		{
+			/*
+			 * First touch of this block: decode the one value, keeping
+			 * nothing (a point lookup reads one row per block). A second
+			 * row of the same block decodes and keeps the whole block.
+			 * By-reference values go to the current (per-fetch) context.
+			 */
+			gc->touched[a] = bno;
+			ColfileDecodeValue(rel, &gc->rg, slot->tts_tupleDescriptor, a + 1,
+							   pos, &slot->tts_values[a], &slot->tts_isnull[a]);
+			return;
+		}
+		if (gc->blocks[a] == NULL)
+			gc->blocks[a] = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded *) * nblocks);
+		if (gc->blocks[a][bno] == NULL)
+			gc->blocks[a][bno] = ColfileDecodeBlock(rel, &gc->rg,
+													slot->tts_tupleDescriptor,
+													a + 1, bno, gc->cxt);
+		d = gc->blocks[a][bno];
+		slot->tts_values[a] = d->values[pos % COLFILE_ROWS_PER_MINIBLOCK];
+		slot->tts_isnull[a] = d->isnull[pos % COLFILE_ROWS_PER_MINIBLOCK];
+		return;
+	}
 	if (gc->cols[a] == NULL)
-		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg,
-										 TupleDescAttr(RelationGetDescr(rel), a),
+		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg, slot->tts_tupleDescriptor,
 										 a + 1, gc->cxt);
 	slot->tts_values[a] = gc->cols[a]->values[pos];
 	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
@@ -98,7 +138,8 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 /*
  * Store row pos of a loaded group into slot as a virtual tuple. Columns
  * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
- * once per slot.
+ * once per slot. With by_block, by-reference values may be allocated in
+ * the current memory context: it must live as long as the slot's contents.
  */
 void
 ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
@@ -153,6 +194,20 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							 snapshot, rg))
 		return false;
 	pos = ColfilePosFor(rg->first_block, tid);
+	if (rg->nrows < 0)
+	{
+		/*
+		 * A reservation: rows still in their writer's buffer. Uniqueness
+		 * checks see them: a dirty snapshot with xmin set to the writer, so
+		 * that the checker waits for it, and SnapshotSelf (the writer's own
+		 * check that its new row is alive). MVCC snapshots never do (the
+		 * writer flushes before its own later commands read).
+		 */
+		if (snapshot->snapshot_type == SNAPSHOT_MVCC ||
+			snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC)
+			return false;
+		return pos >= 0 && pos < -rg->nrows;
+	}
 	if (pos < 0 || pos >= rg->nrows)
 		return false;
 
@@ -196,27 +251,61 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 	}
 }
 
+/*
+ * The row group last used by ColfileFetchRow, kept across calls: an UPDATE
+ * fetches its old rows one by one, mostly from the same group. Row groups
+ * never change once written, and (relfilenode, first_block, seq) never
+ * names another one, so the cache cannot go stale; the slot is
+ * materialized, so replacing the cache never pulls memory from under it.
+ */
+static ColfileGroupCache *fetch_cache = NULL;
+static Oid	fetch_cache_relfilenode = InvalidOid;
+
+/* Transaction end: drop the fetch cache */
+void
+ColfileReaderXactEnd(void)
+{
+	if (fetch_cache)
+		ColfileFreeGroup(fetch_cache);
+	fetch_cache = NULL;
+	fetch_cache_relfilenode = InvalidOid;
+}
+
 /* Fetch the row at tid if visible under snapshot, decoding every column */
 bool
 ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 				TupleTableSlot *slot)
 {
 	ColfileRowGroup rg;
-	ColfileGroupCache *gc;
-	MemoryContext cxt;
+	MemoryContext tmp,
+				old;
+	bool		found = false;
 
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
-	if (!ColfileRowVisible(rel, tid, snapshot, &rg))
-		return false;
-	/*
-	 * The decoded values must outlive this call (the slot points at them):
-	 * keep them in the slot's memory context, reset with the slot's owner.
-	 */
-	cxt = slot->tts_mcxt;
-	gc = ColfileLoadGroup(rel, &rg, cxt);
-	ColfileFillSlot(rel, gc, ColfilePosFor(rg.first_block, tid), slot, NULL);
-	ExecMaterializeSlot(slot);
-	ColfileFreeGroup(gc);
-	return true;
+	/* called per row (UPDATE, triggers, EvalPlanQual): nothing may leak */
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile fetch",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(tmp);
+	if (ColfileRowVisible(rel, tid, snapshot, &rg) && rg.nrows >= 0)
+	{
+		if (fetch_cache == NULL ||
+			fetch_cache_relfilenode != rel->rd_node.relNode ||
+			fetch_cache->rg.first_block != rg.first_block ||
+			fetch_cache->rg.seq != rg.seq ||
+			fetch_cache->natts != RelationGetDescr(rel)->natts)
+		{
+			ColfileReaderXactEnd();
+			fetch_cache = ColfileLoadGroup(rel, &rg, TopMemoryContext);
+			fetch_cache->by_block = true;
+			fetch_cache_relfilenode = rel->rd_node.relNode;
+		}
+		ColfileFillSlot(rel, fetch_cache, ColfilePosFor(rg.first_block, tid), slot, NULL);
+		/* copy byref values into the slot's own memory */
+		ExecMaterializeSlot(slot);
+		found = true;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+	return found;
 }

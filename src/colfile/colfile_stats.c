@@ -22,6 +22,8 @@
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "access/table.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -49,15 +51,65 @@ open_colfile(Oid relid)
 	return rel;
 }
 
-/* Count visible deletions and in-progress locks */
+/*
+ * Count visible deletions, their delete files (distinct sequence numbers)
+ * and rows locked by transactions still running.
+ */
 static void
-count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *locked)
+count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
+			 int64 *locked)
 {
 	HTAB	   *del = ColfileDeletedSet(rel->rd_node.relNode, snap);
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	HASHCTL		ctl;
+	HTAB	   *seqs;
 
 	*deleted = hash_get_num_entries(del);
 	*locked = 0;
 	hash_destroy(del);
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowstate, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(rel->rd_node.relNode));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if ((kind == ROWSTATE_LOCK_EXCL || kind == ROWSTATE_LOCK_SHARE) &&
+			(TransactionIdIsCurrentTransactionId(xmin) || TransactionIdIsInProgress(xmin)))
+			(*locked)++;
+	}
+	systable_endscan(scan);
+	/* delete files: distinct sequence numbers of visible deletions */
+	ctl.keysize = sizeof(int64);
+	ctl.entrysize = sizeof(int64);
+	ctl.hcxt = CurrentMemoryContext;
+	seqs = hash_create("colfile delete files", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, snap, 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		seq = heap_getattr(tup, 5, RelationGetDescr(meta), &isnull);
+
+		if (!isnull)
+		{
+			int64		v = DatumGetInt64(seq);
+
+			(void) hash_search(seqs, &v, HASH_ENTER, NULL);
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	*delete_files = hash_get_num_entries(seqs);
+	hash_destroy(seqs);
 }
 
 Datum
@@ -74,6 +126,7 @@ colfile_stats(PG_FUNCTION_ARGS)
 				comp = 0,
 				raw = 0,
 				deleted,
+				delete_files,
 				locked;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -94,13 +147,13 @@ colfile_stats(PG_FUNCTION_ARGS)
 			raw += c->raw_len;
 		}
 	}
-	count_states(rel, snap, &deleted, &locked);
+	count_states(rel, snap, &deleted, &delete_files, &locked);
 	values[0] = Int64GetDatum(list_length(groups));
 	values[1] = Int64GetDatum(rows - deleted);
 	values[2] = Int64GetDatum(deleted);
 	values[3] = Int64GetDatum(locked);
 	values[4] = Int64GetDatum(0);	/* column files: part 2 */
-	values[5] = Int64GetDatum(0);	/* delete files: deletions are row states */
+	values[5] = Int64GetDatum(delete_files);
 	values[6] = Int64GetDatum(RelationGetNumberOfBlocks(rel));
 	values[7] = Int64GetDatum(comp);
 	values[8] = Int64GetDatum(raw);
@@ -244,7 +297,7 @@ colfile_check(PG_FUNCTION_ARGS)
 			old = MemoryContextSwitchTo(cxt);
 			PG_TRY();
 			{
-				(void) ColfileDecodeChunk(rel, rg, TupleDescAttr(desc, a - 1), a, cxt);
+				(void) ColfileDecodeChunk(rel, rg, desc, a, cxt);
 			}
 			PG_CATCH();
 			{

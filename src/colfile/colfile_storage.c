@@ -185,12 +185,18 @@ ColfileAppendBytes(Relation rel, const char *data, int64 len)
 	return start;
 }
 
-/* Copy len bytes at a logical offset out of the pages */
+/*
+ * Copy len bytes at a logical offset out of the pages. *keep is a pinned
+ * buffer from an earlier call (or InvalidBuffer): reused when it holds the
+ * first page, and on return it holds the last page read, still pinned;
+ * the caller releases it. Consecutive small reads of one page (an index
+ * fetch reads a block table, then the block) cost one buffer lookup.
+ */
 void
-ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len)
+ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
+					 Buffer *keep)
 {
 	int64		done = 0;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
 	while (done < len)
 	{
@@ -201,23 +207,40 @@ ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len)
 		Buffer		buf;
 		Page		page;
 
-		if (blk >= nblocks)
-			nblocks = RelationGetNumberOfBlocks(rel);
-		if (blk >= nblocks)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("colfile table \"%s\" references block %u beyond its end",
-							RelationGetRelationName(rel), blk)));
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
+		if (BufferIsValid(*keep) && BufferGetBlockNumber(*keep) == blk)
+			buf = *keep;
+		else
+		{
+			if (BufferIsValid(*keep))
+				ReleaseBuffer(*keep);
+			*keep = InvalidBuffer;
+			/* a block past the end makes ReadBuffer fail: no size check per read */
+			buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
+			*keep = buf;
+		}
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		if (((PageHeader) page)->pd_lower < COLFILE_PAYLOAD_START + off + n)
+		{
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("colfile table \"%s\" references unwritten bytes in block %u",
 							RelationGetRelationName(rel), blk)));
+		}
 		memcpy(dst + done, (char *) page + COLFILE_PAYLOAD_START + off, n);
-		UnlockReleaseBuffer(buf);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		done += n;
 	}
+}
+
+/* Copy len bytes at a logical offset out of the pages */
+void
+ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len)
+{
+	Buffer		keep = InvalidBuffer;
+
+	ColfileReadBytesKeep(rel, offset, dst, len, &keep);
+	if (BufferIsValid(keep))
+		ReleaseBuffer(keep);
 }

@@ -23,6 +23,11 @@
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
 #include "utils/builtins.h"
+#include "access/stratnum.h"
+#include "access/nbtree.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+#include "nodes/primnodes.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -37,6 +42,16 @@ typedef struct ColfileParallelScanData
 	ParallelTableScanDescData base;
 	pg_atomic_uint64 next_group;
 } ColfileParallelScanData;
+
+/* A qual "column op constant" that min/max can refute for a whole group */
+typedef struct ColfileSkipKey
+{
+	AttrNumber	attno;
+	StrategyNumber strategy;
+	Datum		value;
+	Oid			collation;
+	FmgrInfo	cmp;			/* btree order proc (column type, constant type) */
+} ColfileSkipKey;
 
 typedef struct ColfileScanDescData
 {
@@ -53,6 +68,9 @@ typedef struct ColfileScanDescData
 	HTAB	   *deleted;		/* MVCC snapshots: deleted rows */
 	bool		check_each;		/* other snapshots: check rows one by one */
 	ColfileProj *proj;			/* NULL: every column */
+	ColfileSkipKey *skip;		/* quals checked against chunk min/max */
+	int			nskip;
+	int64		groups_skipped;
 	/* ANALYZE */
 	int64		total_rows;
 	int64		sample_lo;
@@ -71,6 +89,7 @@ typedef struct ColfileIndexFetchData
 	ColfileGroupCache *cur;
 	ColfileGroupCache *prev;
 	ColfileProj *proj;			/* NULL: every column */
+	MemoryContext tmp;			/* reset per fetch */
 } ColfileIndexFetchData;
 
 /* Remember which columns a scan must decode (NULL: all) */
@@ -82,6 +101,122 @@ ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed)
 
 	s->proj = ColfileMakeProj(needed, RelationGetDescr(s->base.rs_rd)->natts);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Take the quals of the form "column op constant" (op a btree operator of
+ * the column type's default operator family) as group-skipping keys.
+ */
+void
+ColfileScanSetSkipQuals(TableScanDesc scan, List *quals, Index scanrelid)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+	TupleDesc	desc = RelationGetDescr(s->base.rs_rd);
+	ListCell   *lc;
+
+	s->skip = palloc0(sizeof(ColfileSkipKey) * Max(list_length(quals), 1));
+	foreach(lc, quals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		Var		   *var;
+		Const	   *con;
+		Oid			opno;
+		TypeCacheEntry *tc;
+		int			strategy;
+		Oid			proc;
+		Form_pg_attribute att;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+			continue;
+		var = linitial(op->args);
+		con = lsecond(op->args);
+		opno = op->opno;
+		if (IsA(var, Const) && IsA(con, Var))
+		{
+			Node	   *t = (Node *) var;
+
+			var = (Var *) con;
+			con = (Const *) t;
+			opno = get_commutator(opno);
+			if (!OidIsValid(opno))
+				continue;
+		}
+		if (!IsA(var, Var) || !IsA(con, Const) || con->constisnull ||
+			var->varno != scanrelid || var->varlevelsup != 0 ||
+			var->varattno <= 0 || var->varattno > desc->natts)
+			continue;
+		att = TupleDescAttr(desc, var->varattno - 1);
+		if (att->attisdropped || var->vartype != att->atttypid ||
+			(OidIsValid(att->attcollation) && op->inputcollid != att->attcollation))
+			continue;
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_BTREE_OPFAMILY);
+		if (!OidIsValid(tc->btree_opf))
+			continue;
+		strategy = get_op_opfamily_strategy(opno, tc->btree_opf);
+		if (strategy == 0)
+			continue;
+		proc = get_opfamily_proc(tc->btree_opf, att->atttypid, con->consttype, BTORDER_PROC);
+		if (!OidIsValid(proc))
+			continue;
+		s->skip[s->nskip].attno = var->varattno;
+		s->skip[s->nskip].strategy = strategy;
+		s->skip[s->nskip].value = con->constvalue;
+		s->skip[s->nskip].collation = att->attcollation;
+		fmgr_info_cxt(proc, &s->skip[s->nskip].cmp, s->cxt);
+		s->nskip++;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* Can min/max prove that no row of the group passes the skip keys? */
+static bool
+group_excluded(ColfileScanDesc s, ColfileRowGroup *rg)
+{
+	TupleDesc	desc = RelationGetDescr(s->base.rs_rd);
+	int			i;
+
+	for (i = 0; i < s->nskip; i++)
+	{
+		ColfileSkipKey *k = &s->skip[i];
+		ColfileChunkDesc *c = ColfileDirChunk(rg->directory, k->attno, NULL);
+		Datum		mn,
+					mx;
+		int			cmin,
+					cmax;
+		bool		excluded = false;
+
+		if (c == NULL)
+			continue;			/* column added later: missing value */
+		if (c->flags & CHUNK_ALL_NULL)
+			return true;		/* strict operators never pass NULL */
+		if (!ColfileDirMinMax(rg->directory, k->attno, TupleDescAttr(desc, k->attno - 1),
+							  &mn, &mx))
+			continue;
+		cmin = DatumGetInt32(FunctionCall2Coll(&k->cmp, k->collation, mn, k->value));
+		cmax = DatumGetInt32(FunctionCall2Coll(&k->cmp, k->collation, mx, k->value));
+		switch (k->strategy)
+		{
+			case BTLessStrategyNumber:
+				excluded = cmin >= 0;
+				break;
+			case BTLessEqualStrategyNumber:
+				excluded = cmin > 0;
+				break;
+			case BTEqualStrategyNumber:
+				excluded = cmin > 0 || cmax < 0;
+				break;
+			case BTGreaterEqualStrategyNumber:
+				excluded = cmax < 0;
+				break;
+			case BTGreaterStrategyNumber:
+				excluded = cmax <= 0;
+				break;
+		}
+		if (excluded)
+			return true;
+	}
+	return false;
 }
 
 /* Remember which columns an index fetch must decode (NULL: all) */
@@ -235,8 +370,15 @@ row_visible(ColfileScanDesc s, int pos)
 	if (s->check_each)
 	{
 		ColfileRowGroup rg;
+		MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
+												  ALLOCSET_SMALL_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(tmp);
+		bool		visible;
 
-		return ColfileRowVisible(s->base.rs_rd, &tid, s->base.rs_snapshot, &rg);
+		visible = ColfileRowVisible(s->base.rs_rd, &tid, s->base.rs_snapshot, &rg);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(tmp);
+		return visible;
 	}
 	return true;
 }
@@ -282,6 +424,12 @@ colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 				ExecClearTuple(slot);
 				return false;
 			}
+			if (s->pos == INT_MAX && s->nskip > 0 && group_excluded(s, s->groups[s->gi]))
+			{
+				s->groups_skipped++;
+				s->gi--;
+				continue;
+			}
 			ensure_group(s, s->gi);
 			if (s->pos > s->cur->rg.nrows)
 				s->pos = s->cur->rg.nrows;
@@ -310,6 +458,12 @@ colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 				s->gi = s->ngroups;
 				ExecClearTuple(slot);
 				return false;
+			}
+			if (s->pos < 0 && s->nskip > 0 && group_excluded(s, s->groups[s->gi]))
+			{
+				s->groups_skipped++;
+				s->gi = next_group_index(s);
+				continue;
 			}
 			ensure_group(s, s->gi);
 			s->pos++;
@@ -352,6 +506,25 @@ colfile_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan)
 	pg_atomic_write_u64(&p->next_group, 0);
 }
 
+/*
+ * Next row group of a (possibly parallel) scan, for index builds: every
+ * participant claims whole groups.
+ */
+ColfileRowGroup *
+ColfileScanNextGroup(TableScanDesc scan)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	int			gi;
+
+	if (!s->loaded)
+		load_groups(s);
+	gi = next_group_index(s);
+	s->gi = gi;
+	if (gi >= s->ngroups)
+		return NULL;
+	return s->groups[gi];
+}
+
 /* ---- index fetches ---- */
 
 static IndexFetchTableData *
@@ -363,6 +536,8 @@ colfile_index_fetch_begin(Relation rel)
 	f->base.rel = rel;
 	f->cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index fetch",
 								   ALLOCSET_DEFAULT_SIZES);
+	f->tmp = AllocSetContextCreate(f->cxt, "colfile index fetch per row",
+								   ALLOCSET_SMALL_SIZES);
 	return &f->base;
 }
 
@@ -388,12 +563,26 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	ColfileIndexFetchData *f = (ColfileIndexFetchData *) scan;
 	Relation	rel = f->base.rel;
 	ColfileRowGroup rg;
+	MemoryContext old;
+	bool		visible;
 
 	*call_again = false;
 	if (all_dead)
 		*all_dead = false;
-	if (!ColfileRowVisible(rel, tid, snapshot, &rg))
+	MemoryContextReset(f->tmp);
+	old = MemoryContextSwitchTo(f->tmp);
+	visible = ColfileRowVisible(rel, tid, snapshot, &rg);
+	MemoryContextSwitchTo(old);
+	if (!visible)
 		return false;
+	if (rg.nrows < 0)
+	{
+		/* a reservation seen by a uniqueness check: the row exists, unread */
+		ExecStoreAllNullTuple(slot);
+		slot->tts_tid = *tid;
+		slot->tts_tableOid = RelationGetRelid(rel);
+		return true;
+	}
 	if (f->cur == NULL || f->cur->rg.first_block != rg.first_block ||
 		f->cur->rg.seq != rg.seq)
 	{
@@ -410,10 +599,13 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 			ColfileFreeGroup(f->prev);
 			f->prev = f->cur;
 			f->cur = ColfileLoadGroup(rel, &rg, f->cxt);
+			f->cur->by_block = true;
 		}
 	}
-	pfree(rg.directory);
+	/* single decoded values live until the next fetch, as heap's buffer pin */
+	old = MemoryContextSwitchTo(f->tmp);
 	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->proj);
+	MemoryContextSwitchTo(old);
 	return true;
 }
 

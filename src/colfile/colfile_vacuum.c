@@ -202,12 +202,6 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 				 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
 						RelationGetRelationName(table_rel)),
 				 errhint("Use CREATE INDEX without CONCURRENTLY.")));
-	if (scan != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("parallel index builds are not supported on colfile tables"),
-				 errhint("Set max_parallel_maintenance_workers to 0.")));
-
 	ColfileFlushAllForRead(RelationGetRelid(table_rel));
 	estate = CreateExecutorState();
 	econtext = GetPerTupleExprContext(estate);
@@ -216,15 +210,31 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
 	oldest_xmin = GetOldestNonRemovableTransactionId(table_rel);
 	fates = build_fates(table_rel->rd_node.relNode, oldest_xmin);
-	groups = live_groups(table_rel->rd_node.relNode, &ngroups);
+	/* a parallel build hands us its scan: claim groups from it */
+	if (scan != NULL)
+	{
+		ngroups = 0;
+		groups = NULL;
+	}
+	else
+		groups = live_groups(table_rel->rd_node.relNode, &ngroups);
 	proj = ColfileMakeProj(index_columns(index_info), RelationGetDescr(table_rel)->natts);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index build",
 								ALLOCSET_DEFAULT_SIZES);
 
-	for (g = 0; g < ngroups; g++)
+	for (g = 0;; g++)
 	{
-		ColfileGroupCache *gc = ColfileLoadGroup(table_rel, groups[g], cxt);
+		ColfileRowGroup *rg;
+		ColfileGroupCache *gc;
 		int			pos;
+
+		if (scan != NULL)
+			rg = ColfileScanNextGroup(scan);
+		else
+			rg = g < ngroups ? groups[g] : NULL;
+		if (rg == NULL)
+			break;
+		gc = ColfileLoadGroup(table_rel, rg, cxt);
 
 		for (pos = 0; pos < gc->rg.nrows; pos++)
 		{
@@ -277,44 +287,81 @@ typedef struct VacState
 {
 	ColfileRowGroup **groups;
 	int			ngroups;
+	ColfileRowGroup **aborted;
+	int			naborted;
 	HTAB	   *fates;
 	int64		removed;
 } VacState;
 
-/* Is this index entry's row dead to everybody? */
+/*
+ * Is this index entry's row dead to everybody? Yes when its deletion is
+ * visible to all, or when it lies in a row group whose inserter aborted.
+ * A TID in no known row group is kept: it may be a row another backend is
+ * still buffering.
+ */
 static bool
 dead_tid_callback(ItemPointer tid, void *arg)
 {
 	VacState   *vs = (VacState *) arg;
 	int64		blk = ItemPointerGetBlockNumber(tid);
-	int			lo = 0,
-				hi = vs->ngroups - 1;
-	ColfileRowGroup *rg;
-	int			pos;
+	int			i;
 
-	if (vs->ngroups == 0)
-		return true;
-	while (lo < hi)
-	{
-		int			mid = (lo + hi + 1) / 2;
-
-		if (vs->groups[mid]->first_block <= blk)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	rg = vs->groups[lo];
-	if (rg->first_block > blk)
-		return true;
-	pos = ColfilePosFor(rg->first_block, tid);
-	if (pos < 0 || pos >= rg->nrows)
-		return true;
 	if (fate_of(vs->fates, tid) == ROW_DEAD)
 	{
 		vs->removed++;
 		return true;
 	}
+	for (i = 0; i < vs->naborted; i++)
+	{
+		ColfileRowGroup *rg = vs->aborted[i];
+
+		if (blk >= rg->first_block &&
+			blk < rg->first_block + (Abs(rg->nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
+			return true;
+	}
 	return false;
+}
+
+/* Row groups and reservations whose inserting transaction aborted */
+static ColfileRowGroup **
+aborted_groups(Oid relfilenode, int *n)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	List	   *l = NIL;
+	ListCell   *lc;
+	ColfileRowGroup **arr;
+	int			i = 0;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotAny, 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		bool		isnull;
+		ColfileRowGroup *rg;
+
+		if (TransactionIdIsCurrentTransactionId(xmin) ||
+			TransactionIdIsInProgress(xmin) || TransactionIdDidCommit(xmin))
+			continue;
+		rg = palloc0(sizeof(ColfileRowGroup));
+		rg->first_block = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+		rg->nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		l = lappend(l, rg);
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	arr = palloc(sizeof(ColfileRowGroup *) * (list_length(l) + 1));
+	foreach(lc, l)
+		arr[i++] = lfirst(lc);
+	*n = i;
+	return arr;
 }
 
 /* VACUUM: clean indexes, drop dead row groups, prune locks, update stats */
@@ -337,6 +384,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 	memset(&vs, 0, sizeof(vs));
 	vs.fates = build_fates(relfilenode, oldest_xmin);
 	vs.groups = live_groups(relfilenode, &vs.ngroups);
+	vs.aborted = aborted_groups(relfilenode, &vs.naborted);
 
 	/* index cleanup */
 	vac_open_indexes(rel, RowExclusiveLock, &nindexes, &indrels);
@@ -393,6 +441,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 			dead += ndead;
 	}
 	(void) ColfilePruneRowStates(relfilenode);
+	ColfilePruneReservations(relfilenode);
 
 	nblocks = RelationGetNumberOfBlocks(rel);
 	vac_update_relstats(rel, nblocks, live, 0, nindexes > 0,

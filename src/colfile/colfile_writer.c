@@ -38,7 +38,8 @@ typedef struct WriteBuffer
 	Oid			relfilenode;
 	CommandId	cid;
 	SubTransactionId subid;
-	bool		flush_each;		/* unique/exclusion index: flush per call */
+	bool		flush_each;		/* exclusion index: flush per insert call */
+	bool		reserved;		/* unique index: reservation row written */
 	int64		first_block;
 	int			nrows;
 	int			natts;
@@ -71,27 +72,28 @@ ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
 	pfree(rg.directory);
 }
 
-/* Does the relation have an index that checks other sessions' rows? */
-static bool
-has_checking_index(Relation rel)
+/* Does the relation have a unique index, or an exclusion constraint? */
+static void
+checking_indexes(Relation rel, bool *unique, bool *exclusion)
 {
 	List	   *idx;
 	ListCell   *lc;
-	bool		result = false;
 
+	*unique = *exclusion = false;
 	if (!rel->rd_rel->relhasindex)
-		return false;
+		return;
 	idx = RelationGetIndexList(rel);
 	foreach(lc, idx)
 	{
 		Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
 
-		if (i->rd_index->indisunique || i->rd_index->indisexclusion)
-			result = true;
+		if (i->rd_index->indisexclusion)
+			*exclusion = true;
+		else if (i->rd_index->indisunique)
+			*unique = true;
 		index_close(i, AccessShareLock);
 	}
 	list_free(idx);
-	return result;
 }
 
 static WriteBuffer *
@@ -176,9 +178,27 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 		b->cid = cid;
 		b->subid = GetCurrentSubTransactionId();
 		b->natts = desc->natts;
-		b->flush_each = has_checking_index(rel);
-		b->first_block = ColfileReserveTidBlocks(rel,
-												 (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK);
+		{
+			bool		unique,
+						exclusion;
+			int			nblocks = (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
+
+			checking_indexes(rel, &unique, &exclusion);
+			b->flush_each = exclusion;
+			b->first_block = ColfileReserveTidBlocks(rel, nblocks);
+			if (unique && !exclusion)
+			{
+				ColfileRowGroup rg;
+
+				memset(&rg, 0, sizeof(rg));
+				rg.first_block = b->first_block;
+				rg.nrows = -(nblocks * COLFILE_ROWS_PER_BLOCK);
+				rg.directory = palloc0(VARHDRSZ + sizeof(ColfileDirHeader));
+				SET_VARSIZE(rg.directory, VARHDRSZ + sizeof(ColfileDirHeader));
+				ColfileInsertRowGroup(rel, &rg, cid);
+				b->reserved = true;
+			}
+		}
 		b->cap = Min(colfile_rows_per_group, 64);
 		b->values = MemoryContextAlloc(cxt, sizeof(Datum *) * Max(b->natts, 1));
 		b->isnull = MemoryContextAlloc(cxt, sizeof(bool *) * Max(b->natts, 1));
@@ -312,7 +332,7 @@ ColfileDiscardRel(Oid relid)
 	WriteBuffer *b = find_buffer(relid);
 
 	if (b)
-		drop_buffer(b);
+		drop_buffer(b);			/* callers delete the metadata, reservation included */
 }
 
 /* Transaction end: pre-commit flushes were done; forget everything */

@@ -1,0 +1,54 @@
+-- colfile: maintenance paths (parallel index build, VACUUM reclaiming
+-- row groups, statistics, check, stats)
+SET mvinc.colfile_rows_per_group = 1000;
+CREATE TABLE m (id int, a int, t text) USING colfile;
+INSERT INTO m SELECT g, g % 100, repeat('x', g % 50) FROM generate_series(1, 20000) g;
+-- a parallel index build (workers claim whole row groups)
+SET max_parallel_maintenance_workers = 2;
+SET min_parallel_table_scan_size = 0;
+SET maintenance_work_mem = '64MB';
+ALTER TABLE m ADD PRIMARY KEY (id);
+CREATE INDEX m_a ON m (a);
+RESET max_parallel_maintenance_workers;
+RESET min_parallel_table_scan_size;
+SELECT * FROM mvinc.colfile_check('m');
+SET enable_seqscan = off;
+SELECT count(*), sum(id) FROM m WHERE a = 42;
+RESET enable_seqscan;
+-- VACUUM drops row groups whose rows are all deleted, and their index entries
+SELECT row_groups, live_rows, deleted_rows FROM mvinc.colfile_stats('m');
+DELETE FROM m WHERE id <= 5000;
+DELETE FROM m WHERE id % 2 = 0;
+SELECT row_groups, live_rows, deleted_rows FROM mvinc.colfile_stats('m');
+VACUUM m;
+SELECT row_groups, live_rows, deleted_rows FROM mvinc.colfile_stats('m');
+SELECT reltuples FROM pg_class WHERE relname = 'm';
+SELECT * FROM mvinc.colfile_check('m');
+SELECT count(*) FROM m;
+-- per-column sizes
+SELECT attname, compressed_bytes > 0 AS stored, compressed_bytes <= raw_bytes AS not_bigger
+  FROM mvinc.colfile_column_stats('m') ORDER BY attnum;
+-- row locks leave no records behind once VACUUM has run
+BEGIN;
+SELECT count(*) FROM (SELECT * FROM m WHERE id < 6100 FOR UPDATE) x;
+COMMIT;
+VACUUM m;
+SELECT count(*) FROM mvinc.colfile_rowstate r WHERE r.relfilenode = pg_relation_filenode('m') AND kind IN ('x', 's');
+-- VACUUM FULL rewrites into full row groups
+VACUUM FULL m;
+SELECT row_groups, live_rows, deleted_rows FROM mvinc.colfile_stats('m');
+SELECT * FROM mvinc.colfile_check('m');
+DROP TABLE m;
+-- deletions of one statement form one delete file (one sequence number)
+CREATE TABLE df (id int) USING colfile;
+INSERT INTO df SELECT generate_series(1, 100);
+DELETE FROM df WHERE id <= 10;
+DELETE FROM df WHERE id > 90;
+UPDATE df SET id = -id WHERE id = 50;
+SELECT row_groups, live_rows, deleted_rows, delete_files FROM mvinc.colfile_stats('df');
+BEGIN;
+SELECT count(*) FROM (SELECT * FROM df WHERE id BETWEEN 20 AND 29 FOR SHARE) x;
+SELECT locked_rows FROM mvinc.colfile_stats('df');
+COMMIT;
+SELECT locked_rows FROM mvinc.colfile_stats('df');
+DROP TABLE df;
