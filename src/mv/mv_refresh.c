@@ -605,7 +605,7 @@ apply_regroup(RefreshCtx *rc)
  * source under S'.
  */
 static void
-apply_retract(RefreshCtx *rc, bool inserts_only)
+apply_retract(RefreshCtx *rc)
 {
 	MvDef	   *def = rc->def;
 	static int	counter = 0;
@@ -628,7 +628,7 @@ apply_retract(RefreshCtx *rc, bool inserts_only)
 			continue;
 		appendStringInfo(&sql, "%s AS %s, ",
 						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
-										   !inserts_only),
+										   true),
 						 quote_identifier(col->physname));
 		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
 						 quote_identifier(col->physname));
@@ -874,17 +874,12 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	else if (nother == 0)
 	{
 		/*
-		 * Inserts only.  Retractable states take the new rows one by one
-		 * through agg_apply (one deserialize/serialize per group), which is
-		 * cheaper than merging delta states; others merge delta states.
+		 * Inserts only: the delta's states per group, straight from the
+		 * change log, merged with INSERT ... ON CONFLICT, which finds each
+		 * touched group through the storage's unique key index instead of
+		 * joining the whole storage table (no temporary table, no ANALYZE).
 		 */
-		if (rc->def->kind == MV_KIND_AGGREGATE && rc->def->retractable)
-		{
-			materialize_delta(rc);
-			apply_retract(rc, true);
-		}
-		else
-			apply_inserts(rc);
+		apply_inserts(rc);
 		res->mode = "incremental";
 	}
 	else if (rc->def->kind == MV_KIND_PROJECTION)
@@ -897,7 +892,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	{
 		materialize_delta(rc);
 		if (rc->def->retractable)
-			apply_retract(rc, false);
+			apply_retract(rc);
 		else
 			apply_regroup(rc);
 		res->mode = "regroup";
