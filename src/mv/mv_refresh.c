@@ -605,7 +605,7 @@ apply_regroup(RefreshCtx *rc)
  * source under S'.
  */
 static void
-apply_retract(RefreshCtx *rc, bool inserts_only)
+apply_retract(RefreshCtx *rc)
 {
 	MvDef	   *def = rc->def;
 	static int	counter = 0;
@@ -628,7 +628,7 @@ apply_retract(RefreshCtx *rc, bool inserts_only)
 			continue;
 		appendStringInfo(&sql, "%s AS %s, ",
 						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
-										   !inserts_only),
+										   true),
 						 quote_identifier(col->physname));
 		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
 						 quote_identifier(col->physname));
@@ -813,6 +813,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 				ntrunc = 0,
 				nkeyonly = 0;
 	char	   *v;
+	char	   *vis;
 
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);
@@ -829,26 +830,28 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 						 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target),
 						 rc->snaptext, rc->cat->checkpoint_snapshot);
 
-	/* What changed (the change log is read with the latest snapshot) */
-	run(psprintf("SELECT count(*) FILTER (WHERE s._mvinc_op = 'i'), "
-				 "count(*) FILTER (WHERE s._mvinc_op IN ('u', 'd') AND s._mvinc_image <> 'n'), "
-				 "count(*) FILTER (WHERE s._mvinc_op = 't'), "
-				 "count(*) FILTER (WHERE s._mvinc_image = 'k') "
-				 "FROM %s s WHERE %s", rc->changelog, rc->delta),
+	/*
+	 * One scan of the change log between L and T (read with the latest
+	 * snapshot): what changed in the delta, and for the new bound
+	 * L' = min(B, lowest lsn > L of a row of a transaction invisible in S')
+	 */
+	vis = psprintf("pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)", rc->snaptext);
+	run(psprintf("SELECT count(*) FILTER (WHERE s._mvinc_op = 'i' AND %s), "
+				 "count(*) FILTER (WHERE s._mvinc_op IN ('u', 'd') AND s._mvinc_image <> 'n' AND %s), "
+				 "count(*) FILTER (WHERE s._mvinc_op = 't' AND %s), "
+				 "count(*) FILTER (WHERE s._mvinc_image = 'k' AND %s), "
+				 "min(s._mvinc_lsn) FILTER (WHERE NOT %s) "
+				 "FROM %s s WHERE s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X'",
+				 rc->delta, rc->delta, rc->delta, rc->delta, vis, rc->changelog,
+				 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target)),
 		InvalidSnapshot, SPI_OK_SELECT);
 	nins = atol(first_value(1));
 	nother = atol(first_value(2));
 	ntrunc = atol(first_value(3));
 	nkeyonly = atol(first_value(4));
+	v = first_value(5);
 
-	/* L' = min(B, lowest lsn > L of a row of a transaction invisible in S') */
-	run(psprintf("SELECT min(s._mvinc_lsn) FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
-				 "AND s._mvinc_lsn <= '%X/%X' "
-				 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
-				 rc->changelog, LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target), rc->snaptext),
-		InvalidSnapshot, SPI_OK_SELECT);
 	newL = rc->before;
-	v = first_value(1);
 	if (v != NULL)
 	{
 		XLogRecPtr	m = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
@@ -874,17 +877,12 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	else if (nother == 0)
 	{
 		/*
-		 * Inserts only.  Retractable states take the new rows one by one
-		 * through agg_apply (one deserialize/serialize per group), which is
-		 * cheaper than merging delta states; others merge delta states.
+		 * Inserts only: the delta's states per group, straight from the
+		 * change log, merged with INSERT ... ON CONFLICT, which finds each
+		 * touched group through the storage's unique key index instead of
+		 * joining the whole storage table (no temporary table, no ANALYZE).
 		 */
-		if (rc->def->kind == MV_KIND_AGGREGATE && rc->def->retractable)
-		{
-			materialize_delta(rc);
-			apply_retract(rc, true);
-		}
-		else
-			apply_inserts(rc);
+		apply_inserts(rc);
 		res->mode = "incremental";
 	}
 	else if (rc->def->kind == MV_KIND_PROJECTION)
@@ -897,7 +895,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	{
 		materialize_delta(rc);
 		if (rc->def->retractable)
-			apply_retract(rc, false);
+			apply_retract(rc);
 		else
 			apply_regroup(rc);
 		res->mode = "regroup";
