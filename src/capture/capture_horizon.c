@@ -7,7 +7,9 @@
  *	  in the database while capture lags.
  *
  *	  Rules (they keep every needed TOAST chunk from VACUUM):
- *	  - The worker holds the horizon when it starts, before decoding.
+ *	  - The worker holds the horizon when it starts, before decoding, if a
+ *	    tracked source needs it (a fresh database's worker does not, so
+ *	    VACUUM right after CREATE EXTENSION reclaims as without mvinc).
  *	  - A backend that makes a source need it (track, ALTER TABLE of a
  *	    tracked source) sets the hold itself, in shared memory, before it
  *	    commits, holding RowExclusiveLock on mvinc.tracked until then, and
@@ -37,6 +39,8 @@
 /* Worker state: a release waiting for the slot to be confirmed up to here */
 static XLogRecPtr release_at = InvalidXLogRecPtr;
 static uint64 release_requests = 0;
+
+static bool any_source_needs_horizon(void);
 
 /* Does this source need unchanged TOASTed values fetched by pointer? */
 static bool
@@ -106,8 +110,8 @@ MvincHoldHorizonFor(Oid relid)
  * with a pointer to the old value's TOAST chunks; whoever later deletes
  * them has an xid >= catalog_xmin (it commits after the change we still
  * have to decode), so holding the horizon there keeps VACUUM from removing
- * them before the writer fetched them.  With start, hold it whatever the
- * sources are (MvincHorizonRecheck releases it when that is safe).
+ * them before the writer fetched them.  With start, hold it when a tracked
+ * source needs it (MvincHorizonRecheck releases it when that is safe).
  */
 void
 MvincHorizonAdvance(bool start)
@@ -116,6 +120,14 @@ MvincHorizonAdvance(bool start)
 	bool		changed = false;
 	bool		dirty;
 
+	if (start)
+	{
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		start = any_source_needs_horizon();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
 	SpinLockAcquire(&slot->mutex);
 	if ((start || TransactionIdIsValid(slot->data.xmin)) &&
 		slot->data.xmin != slot->data.catalog_xmin)
