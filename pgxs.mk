@@ -15,6 +15,9 @@ ifeq ($(MVINC_ASSERT),1)
 PG_CPPFLAGS += -DUSE_ASSERT_CHECKING
 endif
 
+# Rebuild objects when a header they include changes (gcc writes .deps/*.Po).
+override autodepend = yes
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 

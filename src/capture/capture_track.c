@@ -18,10 +18,12 @@
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
+#include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -213,6 +215,13 @@ check_trackable(Relation rel, bool full_old_rows)
 				 errmsg("cannot track unlogged table \"%s\"", name),
 				 errdetail("Changes of unlogged tables are not written to the WAL."),
 				 errhint("Make it logged with ALTER TABLE ... SET LOGGED.")));
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot track table \"%s\"", name),
+				 errdetail("The table uses access method \"%s\"; logical decoding sees only heap tables' changes.",
+						   get_am_name(rel->rd_rel->relam)),
+				 errhint("Move the table to heap with ALTER TABLE ... SET ACCESS METHOD heap.")));
 	if (IsCatalogRelation(rel) || RelationGetRelid(rel) < FirstNormalObjectId)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

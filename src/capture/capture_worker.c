@@ -355,6 +355,7 @@ capture_loop(void)
 	MemoryContext loop_cxt;
 	XLogRecPtr	applied;
 	TimestampTz batch_start = 0;
+	uint32		records_read = 0;
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
 	bool		created;
@@ -458,8 +459,9 @@ capture_loop(void)
 
 			if (MvincCaptureBufferedRows > 0 && batch_start == 0)
 				batch_start = GetCurrentTimestamp();
+			/* (the clock is read every 64 records: it showed in profiles) */
 			if (MvincCaptureBufferedRows >= mvinc_capture_batch_rows ||
-				(batch_start != 0 &&
+				(batch_start != 0 && (++records_read % 64) == 0 &&
 				 TimestampDifferenceExceeds(batch_start, GetCurrentTimestamp(), 200)))
 			{
 				apply_batch(&applied, ctx->reader->EndRecPtr);

@@ -52,6 +52,7 @@ typedef struct Target
 	Oid			relid;			/* source */
 	Relation	rel;			/* change log, NULL when not tracked */
 	ResultRelInfo *rri;
+	TupleDesc	desc;			/* unpinned copy of the change log's descriptor */
 	TupleTableSlot **slots;		/* rows waiting for table_multi_insert */
 	int			nbuffered;
 	Size		buffered_bytes;
@@ -127,6 +128,8 @@ get_target(HTAB *targets, EState *estate, Oid relid)
 	t->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(t->rri, t->rel, 0, NULL, 0);
 	ExecOpenIndices(t->rri, false);
+	/* Slots of a copy pin nothing: no resource owner work per slot */
+	t->desc = CreateTupleDescCopy(RelationGetDescr(t->rel));
 	t->slots = palloc0(sizeof(TupleTableSlot *) * MULTI_INSERT_ROWS);
 	t->nbuffered = 0;
 	t->buffered_bytes = 0;
@@ -389,7 +392,8 @@ MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied)
 
 			/* Slots live as long as the batch; the row's values only until materialized */
 			if (t->slots[t->nbuffered] == NULL)
-				t->slots[t->nbuffered] = table_slot_create(t->rel, NULL);
+				t->slots[t->nbuffered] = MakeSingleTupleTableSlot(t->desc,
+																  table_slot_callbacks(t->rel));
 			slot = t->slots[t->nbuffered];
 			old = MemoryContextSwitchTo(rowcxt);
 			ExecClearTuple(slot);

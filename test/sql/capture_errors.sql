@@ -18,6 +18,10 @@ ALTER TABLE cap_nokey REPLICA IDENTITY NOTHING;
 SELECT mvinc.track('cap_nokey');
 CREATE TABLE cap_reserved (id int PRIMARY KEY, _mvinc_x int);
 SELECT mvinc.track('cap_reserved');
+-- colfile tables write generic WAL, which logical decoding does not see
+CREATE TABLE cap_columnar (id int PRIMARY KEY) USING colfile;
+SELECT mvinc.track('cap_columnar');
+DROP TABLE cap_columnar;
 SELECT mvinc.track(NULL) IS NULL AS null_is_null;
 SELECT mvinc.wait_for_capture(timeout => '-1 s');
 -- a position that will not be reached soon times out
@@ -114,3 +118,6 @@ SELECT regexp_replace(regexp_replace(data, '\d+/[0-9A-F]+', 'LSN'), '(BEGIN|COMM
   FROM pg_logical_slot_get_changes('cap_text_slot', NULL, NULL, 'include-untracked', 'on');
 SELECT pg_drop_replication_slot('cap_text_slot');
 SELECT mvinc.untrack('cap_text');
+
+-- leave nothing tracked behind
+DROP TABLE cap_parted, cap_nokey, cap_reserved, cap_ri, cap_text;

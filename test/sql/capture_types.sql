@@ -127,3 +127,6 @@ SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT "Key Col", "Col A", mood, n, twice FROM :cl;
 DROP TABLE "Cap Schema"."Odd ""Name""";
 DROP SCHEMA "Cap Schema" CASCADE;
+
+-- leave nothing tracked behind
+DROP TABLE cap_types, cap_toast, cap_full;
