@@ -451,6 +451,27 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 						 live, dead);
 }
 
+/* Buffer one row read from the old storage into the new one */
+static void
+copy_row_into(Relation NewTable, TupleTableSlot *slot, TupleTableSlot *newslot,
+			  TupleDesc olddesc, CommandId cid)
+{
+	TupleDesc	newdesc = RelationGetDescr(NewTable);
+	int			a;
+
+	slot_getallattrs(slot);
+	ExecClearTuple(newslot);
+	for (a = 0; a < newdesc->natts; a++)
+	{
+		newslot->tts_values[a] = a < olddesc->natts ? slot->tts_values[a] : 0;
+		newslot->tts_isnull[a] = a < olddesc->natts ? slot->tts_isnull[a] : true;
+		if (TupleDescAttr(newdesc, a)->attisdropped)
+			newslot->tts_isnull[a] = true;
+	}
+	ExecStoreVirtualTuple(newslot);
+	ColfileBufferInsert(NewTable, newslot, cid);
+}
+
 /* VACUUM FULL and CLUSTER: copy the live rows into the new storage */
 void
 colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
@@ -467,8 +488,6 @@ colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
 	TupleTableSlot *newslot = table_slot_create(NewTable, NULL);
 	CommandId	cid = GetCurrentCommandId(true);
 	TupleDesc	olddesc = RelationGetDescr(OldTable);
-	TupleDesc	newdesc = RelationGetDescr(NewTable);
-	int			natts = newdesc->natts;
 
 	*num_tuples = 0;
 	*tups_vacuumed = 0;
@@ -484,20 +503,8 @@ colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
 		index_rescan(is, NULL, 0, NULL, 0);
 		while (index_getnext_slot(is, ForwardScanDirection, slot))
 		{
-			int			a;
-
 			CHECK_FOR_INTERRUPTS();
-			slot_getallattrs(slot);
-			ExecClearTuple(newslot);
-			for (a = 0; a < natts; a++)
-			{
-				newslot->tts_values[a] = a < olddesc->natts ? slot->tts_values[a] : 0;
-				newslot->tts_isnull[a] = a < olddesc->natts ? slot->tts_isnull[a] : true;
-				if (TupleDescAttr(newdesc, a)->attisdropped)
-					newslot->tts_isnull[a] = true;
-			}
-			ExecStoreVirtualTuple(newslot);
-			ColfileBufferInsert(NewTable, newslot, cid);
+			copy_row_into(NewTable, slot, newslot, olddesc, cid);
 			*num_tuples += 1;
 		}
 		index_endscan(is);
@@ -508,20 +515,8 @@ colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
 
 		while (table_scan_getnextslot(ts, ForwardScanDirection, slot))
 		{
-			int			a;
-
 			CHECK_FOR_INTERRUPTS();
-			slot_getallattrs(slot);
-			ExecClearTuple(newslot);
-			for (a = 0; a < natts; a++)
-			{
-				newslot->tts_values[a] = a < olddesc->natts ? slot->tts_values[a] : 0;
-				newslot->tts_isnull[a] = a < olddesc->natts ? slot->tts_isnull[a] : true;
-				if (TupleDescAttr(newdesc, a)->attisdropped)
-					newslot->tts_isnull[a] = true;
-			}
-			ExecStoreVirtualTuple(newslot);
-			ColfileBufferInsert(NewTable, newslot, cid);
+			copy_row_into(NewTable, slot, newslot, olddesc, cid);
 			*num_tuples += 1;
 		}
 		table_endscan(ts);
