@@ -14,8 +14,11 @@
  *	  serialization failure, as with heap;
  *	- a conflicting deletion or lock by a transaction in progress: release
  *	  the tuple lock, wait for that transaction (XactLockTableWait), retry;
- *	- our own deletion: TM_SelfModified (or TM_Invisible if it predates the
- *	  command);
+ *	- our own deletion: TM_SelfModified with the deleting command as cmax
+ *	  (or TM_Invisible if it predates the command), as heap; tuple_lock
+ *	  walking the chain of a committed update passes our own deleted
+ *	  versions and reports TM_SelfModified at a version made by our
+ *	  command or a later one (heapam_tuple_lock's rule);
  *	- otherwise insert our own record; it is visible at once to everybody
  *	  checking the row, and ends (for locks) or takes effect (for
  *	  deletions) with our transaction.
@@ -287,6 +290,8 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	TM_Result	r;
 	TransactionId xwait;
 	char		own_lock;
+	CommandId	chain_cid = InvalidCommandId;
+	TransactionId chain_xid = InvalidTransactionId;
 
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
@@ -308,6 +313,46 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 				return TM_WouldBlock;
 			continue;
 		}
+
+		/*
+		 * Following the update chain (as heapam_tuple_lock's SnapshotDirty
+		 * walk): a version this transaction deleted or updated itself is
+		 * dead whatever its command id, so go on to our newer version, or
+		 * stop at our deletion.
+		 */
+		if (tmfd->traversed && (r == TM_SelfModified || r == TM_Invisible))
+		{
+			UnlockTuple(rel, &cur, ExclusiveLock);
+			if (!ItemPointerIsValid(&tmfd->ctid) ||
+				ItemPointerEquals(&tmfd->ctid, &cur))
+			{
+				tmfd->ctid = cur;
+				tmfd->cmax = InvalidCommandId;
+				return TM_Deleted;
+			}
+			chain_cid = tmfd->cmax; /* the command that made the next version */
+			chain_xid = tmfd->xmax;
+			cur = tmfd->ctid;
+			*tid = cur;
+			continue;
+		}
+
+		/*
+		 * A live version reached through our own update: if a command at
+		 * or after ours made it, our command cannot see it and must not
+		 * lock it; as heap, report TM_SelfModified with that command id
+		 * (the executor skips the row when it is its own command, and
+		 * raises "already modified by an operation triggered by the
+		 * current command" otherwise).
+		 */
+		if (chain_cid != InvalidCommandId && chain_cid >= cid)
+		{
+			UnlockTuple(rel, &cur, ExclusiveLock);
+			tmfd->ctid = cur;
+			tmfd->xmax = chain_xid;
+			tmfd->cmax = chain_cid;
+			return TM_SelfModified;
+		}
 		if (r == TM_Updated && (flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION) &&
 			ItemPointerIsValid(&tmfd->ctid) &&
 			!ItemPointerEquals(&tmfd->ctid, &cur))
@@ -316,6 +361,8 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			cur = tmfd->ctid;
 			*tid = cur;			/* as heap: the caller's TID follows the chain */
 			tmfd->traversed = true;
+			chain_cid = InvalidCommandId;	/* made by another transaction */
+			chain_xid = InvalidTransactionId;
 			continue;
 		}
 		break;
