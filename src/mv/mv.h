@@ -125,7 +125,6 @@ extern void MvCatalogMarkStale(Oid viewid);
 
 /* mv_capture.c */
 extern XLogRecPtr MvInsertLsn(void);
-extern bool MvCaptureAvailable(void);
 extern Oid	MvTrack(Oid relid, bool full_old_rows);
 extern bool MvTryTrack(Oid relid, bool full_old_rows);
 extern Oid	MvChangeLogRelid(Oid relid);

@@ -36,24 +36,10 @@ MvInsertLsn(void)
 	return p;
 }
 
-/* True when change capture can be used (it is part of this library) */
-bool
-MvCaptureAvailable(void)
-{
-	return true;
-}
-
-/* Nothing to check: capture is linked in */
-static void
-require_capture(void)
-{
-}
-
 /* Start capturing relid's changes; returns its change log */
 Oid
 MvTrack(Oid relid, bool full_old_rows)
 {
-	require_capture();
 	return MvincTrack(relid, full_old_rows);
 }
 
@@ -65,8 +51,6 @@ MvTryTrack(Oid relid, bool full_old_rows)
 	ResourceOwner oldowner = CurrentResourceOwner;
 	bool		ok = true;
 
-	if (!MvCaptureAvailable())
-		return false;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
@@ -93,7 +77,6 @@ MvTryTrack(Oid relid, bool full_old_rows)
 Oid
 MvChangeLogRelid(Oid relid)
 {
-	require_capture();
 	return MvincChangeLogRelid(relid);
 }
 
@@ -101,7 +84,6 @@ MvChangeLogRelid(Oid relid)
 void
 MvWaitForCapture(XLogRecPtr lsn)
 {
-	require_capture();
 	(void) MvincWaitForCapture(lsn, MV_REFRESH_WAIT_MS);
 }
 
@@ -121,7 +103,6 @@ MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 void
 MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn)
 {
-	require_capture();
 	MvincSetConsumer(relid, consumer, lsn);
 }
 
@@ -136,6 +117,5 @@ MvDropConsumer(Oid relid, const char *consumer)
 XLogRecPtr
 MvRetainedFrom(Oid relid)
 {
-	require_capture();
 	return MvincRetainedFrom(relid);
 }

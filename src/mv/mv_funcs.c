@@ -115,7 +115,7 @@ mvinc_pending_changes(PG_FUNCTION_ARGS)
 	MvCatalog  *cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
 	Oid			changelog;
 
-	if (cat == NULL || cat->checkpoint_snapshot == NULL || !MvCaptureAvailable())
+	if (cat == NULL || cat->checkpoint_snapshot == NULL)
 		return (Datum) 0;
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog))

@@ -310,7 +310,7 @@ compute_fresh_internal(Oid viewid)
 		cat->checkpoint_snapshot == NULL ||
 		cat->built_generation != cat->source_generation)
 		return false;
-	if (MvXactModified(cat->sourceid) || !MvCaptureAvailable())
+	if (MvXactModified(cat->sourceid))
 		return false;
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog) || MvRetainedFrom(cat->sourceid) > cat->checkpoint_lsn)
