@@ -332,8 +332,12 @@ apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
 		MvincWriterApplyBuffer(*applied, upto);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		/* The slot must never be ahead of a lost commit */
-		XLogFlush(GetXLogInsertRecPtr());
+		/*
+		 * The slot must never be ahead of a lost commit.  (Not the insert
+		 * position: just after a page header it lies past any record, and
+		 * XLogFlush refuses to flush WAL not yet written.)
+		 */
+		XLogFlush(XactLastCommitEnd);
 		tuplestore_clear(MvincCaptureBuffer);
 		MvincCaptureBufferedRows = 0;
 		*applied = upto;
