@@ -481,13 +481,23 @@ capture_loop(void)
 		 * (and flushes WAL) at most about every BATCH_GATHER_MS, not once
 		 * per source transaction.
 		 */
-		if (batch_start != 0 &&
-			!TimestampDifferenceExceeds(batch_start, GetCurrentTimestamp(), BATCH_GATHER_MS))
+		if (batch_start != 0)
 		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 1, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			continue;
+			long		gathered_ms;
+
+			gathered_ms = TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp());
+			if (gathered_ms < BATCH_GATHER_MS)
+			{
+				/*
+				 * One sleep for the rest of the gathering time, not many
+				 * short ones: each wake-up of the worker may preempt a
+				 * writer, which showed in the writers' latency tail.
+				 */
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 BATCH_GATHER_MS - gathered_ms, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				continue;
+			}
 		}
 		apply_batch(&applied, ctx->reader->EndRecPtr);
 		batch_start = 0;
