@@ -26,6 +26,7 @@ extern Oid	MvincChangeLogRelid(Oid relid);
 extern XLogRecPtr MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms);
 extern bool MvincTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);
 extern XLogRecPtr MvincCapturedLsn(void);
+extern XLogRecPtr MvincRecordEndFloor(XLogRecPtr p);
 extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn);
 extern void MvincDropConsumer(Oid relid, const char *consumer);
 extern XLogRecPtr MvincRetainedFrom(Oid relid);

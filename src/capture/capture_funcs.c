@@ -64,10 +64,11 @@ MvincCapturedLsn(void)
 /*
  * p moved back over a page header that it points just after: no record
  * ends there (records end at the page boundary), XLogFlush cannot reach it,
- * and pg_current_wal_insert_lsn(), the default wait position, can be there.
+ * and the WAL insert position (pg_current_wal_insert_lsn(), the default
+ * wait position) can be there.
  */
-static XLogRecPtr
-record_end_floor(XLogRecPtr p)
+XLogRecPtr
+MvincRecordEndFloor(XLogRecPtr p)
 {
 	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
 		p -= SizeOfXLogLongPHD;
@@ -94,10 +95,10 @@ wait_for_captured(XLogRecPtr lsn, int timeout_ms, bool stop_if_not_running,
 
 	*running = false;
 	err[0] = '\0';
-	lsn = record_end_floor(lsn);
+	lsn = MvincRecordEndFloor(lsn);
 
 	/* The worker reads only flushed WAL (a flush is not a data write) */
-	XLogFlush(record_end_floor(Min(lsn, GetXLogInsertRecPtr())));
+	XLogFlush(MvincRecordEndFloor(Min(lsn, GetXLogInsertRecPtr())));
 	MvincWakeWorker(MyDatabaseId);
 
 	ConditionVariablePrepareToSleep(&MvincCaptureShared->progress_cv);
@@ -146,7 +147,7 @@ MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 		MvincCheckServerSetup();
 
 	captured = wait_for_captured(lsn, timeout_ms, false, &running, err);
-	if (captured < record_end_floor(lsn))
+	if (captured < MvincRecordEndFloor(lsn))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("timed out waiting for change capture to reach %X/%X",
@@ -174,10 +175,10 @@ MvincTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 
 	if (MvincCaptureShared == NULL || RecoveryInProgress())
 		return false;
-	if (MvincCapturedLsn() >= record_end_floor(lsn))
+	if (MvincCapturedLsn() >= MvincRecordEndFloor(lsn))
 		return true;			/* the common case: no flush, no sleep */
 	return wait_for_captured(lsn, Max(timeout_ms, 0), true, &running, err) >=
-		record_end_floor(lsn);
+		MvincRecordEndFloor(lsn);
 }
 
 /* mvinc.wait_for_capture(lsn pg_lsn, timeout interval) returns pg_lsn */

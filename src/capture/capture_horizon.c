@@ -198,7 +198,7 @@ MvincHorizonRecheck(void)
 		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
 		requests = MyCaptureSlot->hold_requests;
 		LWLockRelease(MvincCaptureShared->lock);
-		now = GetXLogInsertRecPtr();
+		now = MvincRecordEndFloor(GetXLogInsertRecPtr());
 		PushActiveSnapshot(GetTransactionSnapshot());
 		needs = any_source_needs_horizon();
 		PopActiveSnapshot();

@@ -9,7 +9,6 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "access/xlog_internal.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
@@ -27,13 +26,7 @@
 XLogRecPtr
 MvInsertLsn(void)
 {
-	XLogRecPtr	p = GetXLogInsertRecPtr();
-
-	if (XLogSegmentOffset(p, wal_segment_size) == SizeOfXLogLongPHD)
-		p -= SizeOfXLogLongPHD;
-	else if (p % XLOG_BLCKSZ == SizeOfXLogShortPHD)
-		p -= SizeOfXLogShortPHD;
-	return p;
+	return MvincRecordEndFloor(GetXLogInsertRecPtr());
 }
 
 /* Start capturing relid's changes; returns its change log */
