@@ -26,9 +26,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/heapam.h"
 #include "access/nbtree.h"
-#include "access/relscan.h"
 #include "access/skey.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -40,10 +38,7 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
-#include "parser/parsetree.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -263,6 +258,8 @@ MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql)
 	rel = table_open(storage_oid, RowExclusiveLock);
 	if (!merge_possible(rel, def, nkeys, &indexid))
 	{
+		elog(DEBUG1, "storage \"%s\" cannot be merged directly: using INSERT .. ON CONFLICT",
+			 RelationGetRelationName(rel));
 		table_close(rel, NoLock);
 		return false;
 	}
