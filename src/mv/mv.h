@@ -88,6 +88,7 @@ typedef struct MvRefreshResult
 
 /* mv_init.c */
 extern int	mvinc_fresh_wait;
+extern bool mvinc_direct_merge;
 typedef struct MvInternal
 {
 	Oid			userid;
@@ -153,6 +154,9 @@ extern void MvRefreshInit(void);
 extern void MvNoteSourceWrite(Oid relid);
 extern bool MvHasOwnChanges(void);
 extern char *MvSourceName(Oid relid);
+
+/* mv_merge.c */
+extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 
 /* mv_read.c */
 extern void MvReadInit(void);

@@ -121,10 +121,18 @@ mv_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 /* mvinc.fresh_wait: ms a read waits for capture before going live */
 int			mvinc_fresh_wait = 2000;
 
+/* mvinc.direct_merge: appends merge into aggregate storage in C */
+bool		mvinc_direct_merge = true;
+
 /* Install the mv subsystem's GUCs and hooks */
 void
 MvincMvInit(void)
 {
+	DefineCustomBoolVariable("mvinc.direct_merge",
+							 "Merges appended rows into the storage of aggregate views through its key index.",
+							 "Off: with INSERT .. ON CONFLICT DO UPDATE (slower; for comparison and as a fallback).",
+							 &mvinc_direct_merge, true,
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("mvinc.fresh_wait",
 							"How long a read of an incremental view waits for change capture to catch up.",
 							"After this many milliseconds the read answers from the source (the live path).",

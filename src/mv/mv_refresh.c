@@ -337,19 +337,27 @@ where_sql(MvDef *def, const char *alias)
 	return psprintf("(%s)", MvExprSql(def->sourceid, def->where, alias));
 }
 
-/* INSERT ... SELECT of the storage rows computed from a FROM item */
+/* SELECT of the storage rows (in storage column order) computed from a FROM item */
 static char *
-insert_from(MvDef *def, const char *storage, const char *from, const char *extra_where)
+select_from(MvDef *def, const char *from, const char *extra_where)
 {
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s%s",
-					 storage, column_list(def, -1, NULL), storage_select(def, "s"),
-					 from, where_sql(def, "s"), extra_where ? extra_where : "");
+	appendStringInfo(&sql, "SELECT %s FROM %s WHERE %s%s",
+					 storage_select(def, "s"), from, where_sql(def, "s"),
+					 extra_where ? extra_where : "");
 	if (def->kind == MV_KIND_AGGREGATE && def->has_group_by)
 		appendStringInfo(&sql, " GROUP BY %s", group_exprs(def, "s"));
 	return sql.data;
+}
+
+/* INSERT ... SELECT of the storage rows computed from a FROM item */
+static char *
+insert_from(MvDef *def, const char *storage, const char *from, const char *extra_where)
+{
+	return psprintf("INSERT INTO %s (%s) %s", storage, column_list(def, -1, NULL),
+					select_from(def, from, extra_where));
 }
 
 /* State of one refresh in progress */
@@ -414,6 +422,14 @@ apply_inserts(RefreshCtx *rc)
 		run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
 		return;
 	}
+
+	/*
+	 * Groups: merged in C through the storage's key index (mv_merge.c),
+	 * or, when the storage does not allow it, with INSERT .. ON CONFLICT.
+	 */
+	if (mvinc_direct_merge &&
+		MvMergeDelta(def, rc->cat->storage_oid, select_from(def, from, cond)))
+		return;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "%s ON CONFLICT (%s) DO UPDATE SET ",
