@@ -5,12 +5,15 @@
  *	  shrink), and per-chunk min/max in the row group directory.
  *
  * Stored chunk: uint32 block count, a ColfileBlockDesc per mini-block of
- * COLFILE_ROWS_PER_MINIBLOCK rows, then each block's frame (zstd, or raw
- * when that is not smaller). An unpacked block: [null bitmap, one bit per
- * row, MAXALIGNed, only when the chunk has nulls][non-null values, each
- * aligned to typalign; varlenas with a 4-byte header]. Decoded byref Datums
- * point into the unpacked buffer, which is palloc'd and so MAXALIGNed.
- * Scans decode whole chunks; index fetches decode single blocks.
+ * COLFILE_ROWS_PER_MINIBLOCK rows, then each block's frame. A block's
+ * descriptor says how its bytes are compressed (zstd, or raw) and encoded
+ * once unpacked: BLOCK_PLAIN is [null bitmap, one bit per row, MAXALIGNed,
+ * only when the chunk has nulls][non-null values, each aligned to
+ * typalign; varlenas with a 4-byte header]; the random-access encodings
+ * are in colfile_encode.c, and store_block() below says which form a block
+ * takes. Decoded byref Datums point into the unpacked buffer, which is
+ * palloc'd and so MAXALIGNed. Scans decode whole chunks; index fetches
+ * decode single values, or single blocks when they read a block twice.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -126,6 +129,98 @@ ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 	return true;
 }
 
+/* Compress len bytes into frames if zstd shrinks them; returns the size or 0 */
+static size_t
+try_zstd(const char *src, Size len, StringInfo frames)
+{
+	size_t		bound = ZSTD_compressBound(len);
+	size_t		z;
+
+	enlargeStringInfo(frames, bound);
+	z = ZSTD_compressCCtx(get_cctx(), frames->data + frames->len, bound,
+						  src, len, colfile_compression_level);
+	if (ZSTD_isError(z) || z >= len)
+		return 0;
+	return z;
+}
+
+/*
+ * Append one mini-block to frames, choosing its form: a random-access
+ * encoding (colfile_encode.c) stored as it is, unless zstd (over it or
+ * over the plain layout, whichever is smaller) saves at least
+ * mvinc.colfile_zstd_min_gain percent of the plain layout's size more
+ * than the encoding does: a point read of a zstd block decompresses the
+ * whole block, so a few bytes saved are not worth it. Without such an
+ * encoding: zstd over the plain layout when that is smaller, else the
+ * plain layout. plain holds the block's plain layout; enc is scratch.
+ */
+static void
+store_block(Form_pg_attribute att, Datum *values, bool *isnull, int n,
+			bool hasnulls, StringInfo plain, StringInfo enc,
+			ColfileBlockDesc *bd, StringInfo frames)
+{
+	int			encoding = ColfileEncodeBlock(att, values, isnull, n, hasnulls,
+											  plain->len, enc);
+	size_t		zplain,
+				zenc = 0;
+
+	bd->compression = CHUNK_RAW;
+	bd->encoding = BLOCK_PLAIN;
+	zplain = try_zstd(plain->data, plain->len, frames);
+	if (encoding != BLOCK_PLAIN)
+	{
+		size_t		best;
+
+		/* zstd over the encoded bytes: tried after the plain frame, kept apart */
+		if (zplain > 0)
+		{
+			StringInfoData tmp;
+
+			initStringInfo(&tmp);
+			zenc = try_zstd(enc->data, enc->len, &tmp);
+			if (zenc > 0 && zenc < zplain)
+				memcpy(frames->data + frames->len, tmp.data, zenc);
+			else
+				zenc = 0;
+			pfree(tmp.data);
+		}
+		else
+			zenc = try_zstd(enc->data, enc->len, frames);
+		best = zenc > 0 ? zenc : zplain;
+		if (best > 0 &&
+			best < (size_t) enc->len &&
+			(double) enc->len - (double) best >= (double) plain->len * colfile_zstd_min_gain / 100.0)
+		{
+			/* zstd wins clearly; frames already holds the smaller frame */
+			bd->compression = CHUNK_ZSTD;
+			bd->encoding = zenc > 0 ? encoding : BLOCK_PLAIN;
+			bd->raw_len = zenc > 0 ? enc->len : plain->len;
+			bd->stored_len = best;
+			frames->len += best;
+			return;
+		}
+		bd->compression = CHUNK_RAW;
+		bd->encoding = encoding;
+		bd->raw_len = bd->stored_len = enc->len;
+		appendBinaryStringInfo(frames, enc->data, enc->len);
+		return;
+	}
+	bd->encoding = BLOCK_PLAIN;
+	bd->raw_len = plain->len;
+	if (zplain > 0)
+	{
+		bd->compression = CHUNK_ZSTD;
+		bd->stored_len = zplain;
+		frames->len += zplain;
+	}
+	else
+	{
+		bd->compression = CHUNK_RAW;
+		bd->stored_len = plain->len;
+		appendBinaryStringInfo(frames, plain->data, plain->len);
+	}
+}
+
 /*
  * Encode one row group: compress every column into data (appended) and
  * return the directory.
@@ -234,14 +329,17 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 		 */
 		{
 			int			nblocks = (nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+			int			ntab = nblocks;
 			Size		tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
 			ColfileBlockDesc *blocks = palloc0(sizeof(ColfileBlockDesc) * nblocks);
 			StringInfoData frames;
+			StringInfoData enc;
 			int			bno;
 			uint32		nb = nblocks;
 			bool		anyzstd = false;
 
 			initStringInfo(&frames);
+			initStringInfo(&enc);
 			c->raw_len = 0;
 			for (bno = 0; bno < nblocks; bno++)
 			{
@@ -249,8 +347,6 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 				int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first);
 				Size		off = (nnull > 0) ? MAXALIGN((n + 7) / 8) : 0;
 				Size		total = off;
-				size_t		bound,
-							z;
 
 				for (r = 0; r < n; r++)
 				{
@@ -274,32 +370,64 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 					store_value(att, values[a][first + r], raw.data + off);
 					off += value_size(att, values[a][first + r]);
 				}
-				blocks[bno].raw_len = raw.len;
 				c->raw_len += raw.len;
-				bound = ZSTD_compressBound(raw.len);
-				enlargeStringInfo(&frames, bound);
-				z = ZSTD_compressCCtx(get_cctx(), frames.data + frames.len, bound,
-									  raw.data, raw.len, colfile_compression_level);
-				if (!ZSTD_isError(z) && z < (size_t) raw.len)
-				{
-					blocks[bno].compression = CHUNK_ZSTD;
-					blocks[bno].stored_len = z;
-					frames.len += z;
+				blocks[bno].offset = tablen + frames.len;
+				store_block(att, values[a] + first, isnull[a] + first, n, nnull > 0,
+							&raw, &enc, &blocks[bno], &frames);
+				if (blocks[bno].compression == CHUNK_ZSTD)
 					anyzstd = true;
-				}
-				else
+			}
+
+			/*
+			 * A dictionary of the whole chunk instead, when that is smaller
+			 * (values repeated across mini-blocks): blocks of codes, and the
+			 * dictionary as an extra entry of the block table.
+			 */
+			{
+				StringInfoData dict;
+				uint64	   *codes;
+				int			bits;
+
+				initStringInfo(&dict);
+				if (ColfileEncodeChunkDict(att, values[a], isnull[a], nrows, frames.len,
+										   &dict, &codes, &bits))
 				{
-					blocks[bno].compression = CHUNK_RAW;
-					blocks[bno].stored_len = raw.len;
-					appendBinaryStringInfo(&frames, raw.data, raw.len);
+					ntab = nblocks + 1;
+					tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab;
+					pfree(blocks);
+					blocks = palloc0(sizeof(ColfileBlockDesc) * ntab);
+					resetStringInfo(&frames);
+					blocks[nblocks].offset = tablen;
+					blocks[nblocks].stored_len = blocks[nblocks].raw_len = dict.len;
+					blocks[nblocks].compression = CHUNK_RAW;
+					blocks[nblocks].encoding = BLOCK_CHUNK_DICT;
+					appendBinaryStringInfo(&frames, dict.data, dict.len);
+					for (bno = 0; bno < nblocks; bno++)
+					{
+						int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+						int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first);
+
+						ColfileEncodeCodes(codes + first, isnull[a] + first, n, nnull > 0,
+										   bits, &enc);
+						blocks[bno].offset = tablen + frames.len;
+						blocks[bno].stored_len = blocks[bno].raw_len = enc.len;
+						blocks[bno].compression = CHUNK_RAW;
+						blocks[bno].encoding = BLOCK_CODES;
+						appendBinaryStringInfo(&frames, enc.data, enc.len);
+					}
+					c->flags |= CHUNK_HAS_DICT;
+					anyzstd = false;
+					pfree(codes);
 				}
+				pfree(dict.data);
 			}
 			appendBinaryStringInfo(data, (char *) &nb, sizeof(uint32));
-			appendBinaryStringInfo(data, (char *) blocks, sizeof(ColfileBlockDesc) * nblocks);
+			appendBinaryStringInfo(data, (char *) blocks, sizeof(ColfileBlockDesc) * ntab);
 			appendBinaryStringInfo(data, frames.data, frames.len);
 			c->stored_len = tablen + frames.len;
 			c->compression = anyzstd ? CHUNK_ZSTD : CHUNK_RAW;
 			pfree(frames.data);
+			pfree(enc.data);
 			pfree(blocks);
 		}
 	}
@@ -415,13 +543,70 @@ decode_rows(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum
 	}
 }
 
-/* Decode the n rows of an unpacked mini-block into values/isnull */
-static inline void
+/*
+ * Decode the n rows of an unpacked mini-block (any encoding) into
+ * values/isnull; dv holds the ndv decoded entries of the chunk dictionary
+ * (BLOCK_CODES)
+ */
+static void
 decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnum,
-			 const char *raw, uint32 raw_len, int n, bool hasnulls,
-			 Datum *values, bool *isnull)
+			 const ColfileBlockDesc *bd, const char *raw, int n, bool hasnulls,
+			 const Datum *dv, uint32 ndv, Datum *values, bool *isnull)
 {
-	decode_rows(rel, rg, att, attnum, raw, raw_len, n, n, hasnulls, values, isnull);
+	bool		ok;
+
+	if (bd->encoding == BLOCK_PLAIN)
+	{
+		decode_rows(rel, rg, att, attnum, raw, bd->raw_len, n, n, hasnulls, values, isnull);
+		return;
+	}
+	if (bd->encoding == BLOCK_CODES)
+		ok = dv != NULL && ColfileDecodeCodes(raw, bd->raw_len, n, hasnulls, dv, ndv,
+											  values, isnull);
+	else
+		ok = ColfileDecodeEncoded(att, bd->encoding, raw, bd->raw_len, n, hasnulls,
+								  values, isnull);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has a malformed %s block",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, ColfileEncodingName(bd->encoding))));
+}
+
+/* Entries of the block table: a chunk with a dictionary has one more */
+static inline uint32
+table_entries(ColfileChunkDesc *c, uint32 nblocks)
+{
+	return nblocks + ((c->flags & CHUNK_HAS_DICT) ? 1 : 0);
+}
+
+/*
+ * Read and decode a chunk dictionary described by dd (at chunk offset
+ * dd->offset) into dv and ndv, in the current memory context (the values
+ * point into a copy kept there)
+ */
+static void
+load_chunk_dict(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c,
+				Form_pg_attribute att, int attnum, const ColfileBlockDesc *dd,
+				Datum **dv, uint32 *ndv)
+{
+	char	   *dict = palloc(Max(dd->stored_len, 1));
+
+	if (dd->encoding != BLOCK_CHUNK_DICT ||
+		(uint64) dd->offset + dd->stored_len > c->stored_len)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no dictionary",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block)));
+	ColfileReadBytes(rel, rg->data_offset + c->offset + dd->offset, dict, dd->stored_len);
+	if (!ColfileDecodeChunkDict(att, dict, dd->stored_len, dv, ndv))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld has a malformed dictionary",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block)));
 }
 
 /* A chunk that has no stored bytes (dropped, all NULL, added later) */
@@ -461,10 +646,13 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	int			nrows = rg->nrows;
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
 	char	   *stored;
-	uint32		nblocks;
+	uint32		nblocks,
+				ntab;
 	ColfileBlockDesc *blocks;
 	Size		pos;
 	int			bno;
+	Datum	   *dv = NULL;
+	uint32		ndv = 0;
 
 	d->values = palloc(sizeof(Datum) * Max(nrows, 1));
 	d->isnull = palloc(sizeof(bool) * Max(nrows, 1));
@@ -484,24 +672,36 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 				 errmsg("colfile table \"%s\": column %d of row group %lld has %u blocks",
 						RelationGetRelationName(rel), attnum,
 						(long long) rg->first_block, nblocks)));
-	blocks = palloc(sizeof(ColfileBlockDesc) * nblocks);
-	memcpy(blocks, stored + sizeof(uint32), sizeof(ColfileBlockDesc) * nblocks);
-	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
+	ntab = table_entries(c, nblocks);
+	if (sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab > c->stored_len)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block)));
+	blocks = palloc(sizeof(ColfileBlockDesc) * ntab);
+	memcpy(blocks, stored + sizeof(uint32), sizeof(ColfileBlockDesc) * ntab);
+	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab;
+	if (c->flags & CHUNK_HAS_DICT)
+	{
+		load_chunk_dict(rel, rg, c, att, attnum, &blocks[nblocks], &dv, &ndv);
+		pos += blocks[nblocks].stored_len;
+	}
 	for (bno = 0; bno < (int) nblocks; bno++)
 	{
 		int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
 		char	   *raw;
 
-		if (pos + blocks[bno].stored_len > c->stored_len)
+		if (pos + blocks[bno].stored_len > c->stored_len || blocks[bno].offset != pos)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
 							RelationGetRelationName(rel), attnum,
 							(long long) rg->first_block)));
 		raw = unpack_block(rel, rg, attnum, &blocks[bno], stored + pos);
-		decode_block(rel, rg, att, attnum, raw, blocks[bno].raw_len,
+		decode_block(rel, rg, att, attnum, &blocks[bno], raw,
 					 Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first),
-					 (c->flags & CHUNK_HAS_NULLS) != 0,
+					 (c->flags & CHUNK_HAS_NULLS) != 0, dv, ndv,
 					 d->values + first, d->isnull + first);
 		pos += blocks[bno].stored_len;
 		/* raw stays allocated in cxt: byref values point into it */
@@ -554,23 +754,22 @@ scratch_get(ColfileScratch *s, Size len)
 }
 
 /*
- * Read the stored bytes of mini-block bno of attnum into scratch space.
- * Fills *bd with its descriptor; returns the bytes (valid until the next
- * call).
+ * Find mini-block bno of attnum: fills *bd with its descriptor and returns
+ * the logical offset of its bytes. Only the block count and entry bno are
+ * read, in place when they lie in one page. *keep (a pinned buffer or
+ * InvalidBuffer) is reused, and left pinned, unlocked, for the caller.
  */
-static char *
-read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
-		   int bno, ColfileBlockDesc *bd)
+static int64
+locate_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
+			 int bno, ColfileBlockDesc *bd, ColfileBlockDesc *dd, Buffer *keep)
 {
 	uint32		nblocks;
-	Size		tablen,
-				pos;
-	ColfileBlockDesc *blocks;
-	char	   *head;
-	char	   *stored;
+	Size		tablen;
+	uint32		ntab;
+	int64		start = rg->data_offset + c->offset;
+	const char *head;
 	uint32		stored_nblocks;
-	Buffer		keep = InvalidBuffer;
-	int			i;
+	bool		locked;
 
 	/* the block count follows from the row count: read count and table at once */
 	nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
@@ -580,26 +779,52 @@ read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
 				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
 						RelationGetRelationName(rel), attnum,
 						(long long) rg->first_block, bno)));
-	/* only the table entries up to bno are needed */
-	tablen = sizeof(ColfileBlockDesc) * (bno + 1);
-	head = scratch_get(&scratch_head, sizeof(uint32) + tablen);
-	ColfileReadBytesKeep(rel, rg->data_offset + c->offset, head,
-						 sizeof(uint32) + tablen, &keep);
+	ntab = table_entries(c, nblocks);
+	/* entries up to bno, or all of them for the dictionary's entry */
+	tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) *
+		((c->flags & CHUNK_HAS_DICT) ? ntab : bno + 1);
+	head = ColfilePeekBytes(rel, start, tablen, keep);
+	locked = (head != NULL);
+	if (!locked)
+	{
+		char	   *copy = scratch_get(&scratch_head, tablen);
+
+		ColfileReadBytesKeep(rel, start, copy, tablen, keep);
+		head = copy;
+	}
 	memcpy(&stored_nblocks, head, sizeof(uint32));
-	if (stored_nblocks != nblocks)
+	memcpy(bd, head + sizeof(uint32) + sizeof(ColfileBlockDesc) * bno,
+		   sizeof(ColfileBlockDesc));
+	if (c->flags & CHUNK_HAS_DICT)
+		memcpy(dd, head + sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks,
+			   sizeof(ColfileBlockDesc));
+	if (locked)
+		LockBuffer(*keep, BUFFER_LOCK_UNLOCK);
+	if (stored_nblocks != nblocks ||
+		bd->offset < sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab ||
+		(uint64) bd->offset + bd->stored_len > c->stored_len)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
 						RelationGetRelationName(rel), attnum,
 						(long long) rg->first_block, bno)));
-	blocks = (ColfileBlockDesc *) (head + sizeof(uint32));
-	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
-	for (i = 0; i < bno; i++)
-		pos += blocks[i].stored_len;
-	*bd = blocks[bno];
-	stored = scratch_get(&scratch_stored, Max(bd->stored_len, 1));
-	ColfileReadBytesKeep(rel, rg->data_offset + c->offset + pos, stored,
-						 bd->stored_len, &keep);
+	return start + bd->offset;
+}
+
+/*
+ * Read the stored bytes of mini-block bno of attnum into scratch space.
+ * Fills *bd with its descriptor (and *dd with the chunk dictionary's, if
+ * any); returns the bytes (valid until the next call).
+ */
+static char *
+read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
+		   int bno, ColfileBlockDesc *bd, ColfileBlockDesc *dd)
+{
+	Buffer		keep = InvalidBuffer;
+	int64		at = locate_block(rel, rg, c, attnum, bno, bd, dd, &keep);
+	char	   *stored = scratch_get(&scratch_stored, Max(bd->stored_len, 1));
+
+	ColfileReadBytesKeep(rel, at, stored, bd->stored_len, &keep);
 	ReleaseBuffer(keep);
 	return stored;
 }
@@ -618,8 +843,11 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
 	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - first);
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
-	ColfileBlockDesc bd;
+	ColfileBlockDesc bd,
+				dd;
 	char	   *stored;
+	Datum	   *dv = NULL;
+	uint32		ndv = 0;
 
 	d->values = palloc(sizeof(Datum) * Max(n, 1));
 	d->isnull = palloc(sizeof(bool) * Max(n, 1));
@@ -629,12 +857,30 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 		MemoryContextSwitchTo(old);
 		return d;
 	}
-	stored = read_block(rel, rg, c, attnum, bno, &bd);
+	stored = read_block(rel, rg, c, attnum, bno, &bd, &dd);
 	d->raw = unpack_block(rel, rg, attnum, &bd, stored);
-	decode_block(rel, rg, att, attnum, d->raw, bd.raw_len, n,
-				 (c->flags & CHUNK_HAS_NULLS) != 0, d->values, d->isnull);
+	if (bd.encoding == BLOCK_CODES && (c->flags & CHUNK_HAS_DICT))
+		load_chunk_dict(rel, rg, c, att, attnum, &dd, &dv, &ndv);
+	decode_block(rel, rg, att, attnum, &bd, d->raw, n,
+				 (c->flags & CHUNK_HAS_NULLS) != 0, dv, ndv, d->values, d->isnull);
 	MemoryContextSwitchTo(old);
 	return d;
+}
+
+/* Reads a chunk dictionary's bytes for ColfileChunkDictValue */
+typedef struct DictReader
+{
+	Relation	rel;
+	int64		at;				/* logical offset of the dictionary */
+	Buffer	   *keep;
+} DictReader;
+
+static void
+dict_read(void *arg, Size offset, char *dst, Size len)
+{
+	DictReader *dr = (DictReader *) arg;
+
+	ColfileReadBytesKeep(dr->rel, dr->at + offset, dst, len, dr->keep);
 }
 
 /*
@@ -651,21 +897,80 @@ ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	int			r = pos % COLFILE_ROWS_PER_MINIBLOCK;
 	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - bno * COLFILE_ROWS_PER_MINIBLOCK);
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
-	ColfileBlockDesc bd;
+	ColfileBlockDesc bd,
+				dd;
 	char	   *stored;
 	char	   *raw;
+	Buffer		keep = InvalidBuffer;
+	int64		at;
 
 	if (decode_constant(desc, c, att, attnum, 1, value, isnull))
 		return;
-	stored = read_block(rel, rg, c, attnum, bno, &bd);
-	raw = unpack_block_into(rel, rg, attnum, &bd, stored,
-							scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
 	if (r >= n)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("colfile table \"%s\": column %d of row group %lld has no row %d",
 						RelationGetRelationName(rel), attnum,
 						(long long) rg->first_block, pos)));
+	at = locate_block(rel, rg, c, attnum, bno, &bd, &dd, &keep);
+	if (bd.encoding != BLOCK_PLAIN)
+	{
+		const char *inplace = NULL;
+		const char *src;
+		bool		hasnulls = (c->flags & CHUNK_HAS_NULLS) != 0;
+		uint32		code = 0;
+		bool		ok;
+
+		/* random access: an uncompressed block is read in place */
+		if (bd.compression == CHUNK_RAW)
+			inplace = ColfilePeekBytes(rel, at, bd.stored_len, &keep);
+		if (inplace)
+			src = inplace;
+		else
+		{
+			stored = scratch_get(&scratch_stored, Max(bd.stored_len, 1));
+			ColfileReadBytesKeep(rel, at, stored, bd.stored_len, &keep);
+			src = bd.compression == CHUNK_RAW ? stored :
+				unpack_block_into(rel, rg, attnum, &bd, stored,
+								  scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
+		}
+		if (bd.encoding == BLOCK_CODES)
+			ok = ColfileDecodeCode(src, bd.raw_len, n, r, hasnulls, &code, isnull);
+		else
+			ok = ColfileDecodeEncodedValue(att, bd.encoding, src, bd.raw_len, n, r,
+										   hasnulls, value, isnull);
+		if (inplace)
+			LockBuffer(keep, BUFFER_LOCK_UNLOCK);
+		if (ok && bd.encoding == BLOCK_CODES)
+		{
+			/* the value is entry 'code' of the chunk dictionary */
+			DictReader	dr;
+
+			dr.rel = rel;
+			dr.at = rg->data_offset + c->offset + dd.offset;
+			dr.keep = &keep;
+			if (*isnull)
+				*value = (Datum) 0;
+			else
+				ok = (c->flags & CHUNK_HAS_DICT) && dd.encoding == BLOCK_CHUNK_DICT &&
+					(uint64) dd.offset + dd.stored_len <= c->stored_len &&
+					ColfileChunkDictValue(att, dict_read, &dr, dd.stored_len,
+										  code, value);
+		}
+		ReleaseBuffer(keep);
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("colfile table \"%s\": column %d of row group %lld has a malformed %s block",
+							RelationGetRelationName(rel), attnum,
+							(long long) rg->first_block, ColfileEncodingName(bd.encoding))));
+		return;
+	}
+	stored = scratch_get(&scratch_stored, Max(bd.stored_len, 1));
+	ColfileReadBytesKeep(rel, at, stored, bd.stored_len, &keep);
+	ReleaseBuffer(keep);
+	raw = unpack_block_into(rel, rg, attnum, &bd, stored,
+							scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
 	decode_rows(rel, rg, att, attnum, raw, bd.raw_len, n, r + 1,
 				(c->flags & CHUNK_HAS_NULLS) != 0, scratch_values, scratch_isnull);
 	*isnull = scratch_isnull[r];

@@ -234,6 +234,42 @@ ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
 	}
 }
 
+/*
+ * Point at len bytes at a logical offset in place when they lie in one
+ * page: the page is pinned in *keep (reused and replaced as by
+ * ColfileReadBytesKeep) and share-locked; the caller unlocks it with
+ * LockBuffer(*keep, BUFFER_LOCK_UNLOCK) once done with the bytes. NULL,
+ * with nothing locked, when the bytes span pages.
+ */
+const char *
+ColfilePeekBytes(Relation rel, int64 offset, int64 len, Buffer *keep)
+{
+	BlockNumber blk = 1 + offset / COLFILE_PAYLOAD_PER_PAGE;
+	int			off = offset % COLFILE_PAYLOAD_PER_PAGE;
+	Page		page;
+
+	if (off + len > COLFILE_PAYLOAD_PER_PAGE)
+		return NULL;
+	if (!BufferIsValid(*keep) || BufferGetBlockNumber(*keep) != blk)
+	{
+		if (BufferIsValid(*keep))
+			ReleaseBuffer(*keep);
+		*keep = InvalidBuffer;
+		*keep = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
+	}
+	LockBuffer(*keep, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(*keep);
+	if (((PageHeader) page)->pd_lower < COLFILE_PAYLOAD_START + off + len)
+	{
+		LockBuffer(*keep, BUFFER_LOCK_UNLOCK);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\" references unwritten bytes in block %u",
+						RelationGetRelationName(rel), blk)));
+	}
+	return (const char *) page + COLFILE_PAYLOAD_START + off;
+}
+
 /* Copy len bytes at a logical offset out of the pages */
 void
 ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len)
