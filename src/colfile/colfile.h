@@ -88,6 +88,8 @@ typedef struct ColfileChunkDesc
 	uint8		compression;
 	uint8		flags;
 	uint16		pad;
+	uint32		blocks_off;		/* directory offset of the frame offsets */
+	uint32		pad2;
 } ColfileChunkDesc;
 
 #define COLFILE_ROWS_PER_MINIBLOCK 512
@@ -104,10 +106,25 @@ typedef struct ColfileChunkDesc
 #define BLOCK_CODES		5		/* bit-packed codes into the chunk dictionary */
 #define BLOCK_CHUNK_DICT 6		/* the chunk dictionary itself (not a block) */
 
-/* One independently compressed mini-block of a chunk (in the chunk's bytes) */
+/*
+ * A chunk is a run of frames: one per mini-block, then the chunk
+ * dictionary when CHUNK_HAS_DICT. Each frame is a ColfileFrameHeader and
+ * the block's stored bytes. The directory holds, for every stored chunk,
+ * nframes + 1 uint32 offsets (from the chunk's start; the last is the
+ * chunk's length) at blocks_off, so a lookup reads only its own frame.
+ */
+typedef struct ColfileFrameHeader
+{
+	uint32		raw_len;		/* bytes once unpacked */
+	uint8		compression;	/* CHUNK_RAW or CHUNK_ZSTD */
+	uint8		encoding;		/* BLOCK_* of the unpacked bytes */
+	uint16		pad;
+} ColfileFrameHeader;
+
+/* One mini-block (or the dictionary) of a chunk, as read */
 typedef struct ColfileBlockDesc
 {
-	uint32		offset;			/* of its bytes, from the chunk's start */
+	uint32		offset;			/* of its stored bytes, from the chunk's start */
 	uint32		stored_len;
 	uint32		raw_len;		/* bytes once unpacked */
 	uint8		compression;	/* CHUNK_RAW or CHUNK_ZSTD */
@@ -115,7 +132,10 @@ typedef struct ColfileBlockDesc
 	uint16		pad;
 } ColfileBlockDesc;
 
-/* Directory header; followed by natts ColfileChunkDesc, then min/max bytes */
+/*
+ * Directory header; followed by natts ColfileChunkDesc, then min/max
+ * bytes, then (4-aligned) the chunks' frame offsets
+ */
 typedef struct ColfileDirHeader
 {
 	int32		natts;
@@ -159,6 +179,7 @@ typedef struct ColfileGroupCache
 	bool		by_block;		/* decode single mini-blocks (index fetches) */
 	ColfileDecoded ***blocks;	/* [natts][nblocks] when by_block */
 	int		   *touched;		/* [natts] block last read for one value, or -1 */
+	Buffer	   *pinned;			/* [natts] from ColfilePrefetchValue, or invalid */
 	MemoryContext cxt;
 } ColfileGroupCache;
 
@@ -224,6 +245,7 @@ extern int64 ColfileAppendBytes(Relation rel, const char *data, int64 len);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
 extern void ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
 								 Buffer *keep);
+extern Buffer ColfileReadPage(Relation rel, BlockNumber blk);
 extern const char *ColfilePeekBytes(Relation rel, int64 offset, int64 len,
 									Buffer *keep);
 extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
@@ -238,9 +260,14 @@ extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
 extern ColfileDecoded *ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg,
 										  TupleDesc desc, int attnum,
 										  int bno, MemoryContext cxt);
+extern Buffer ColfilePrefetchValue(Relation rel, ColfileRowGroup *rg,
+								   TupleDesc desc, int attnum, int pos);
 extern void ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
-							   int attnum, int pos, Datum *value, bool *isnull);
+							   int attnum, int pos, Buffer pinned,
+							   Datum *value, bool *isnull);
 extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
+extern void ColfileBlockInfo(Relation rel, ColfileRowGroup *rg, int attnum,
+							 int i, ColfileBlockDesc *bd);
 extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 							 Datum *min, Datum *max);
 

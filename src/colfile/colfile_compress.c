@@ -233,6 +233,7 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 	ColfileChunkDesc *chunks = palloc0(sizeof(ColfileChunkDesc) * natts);
 	StringInfoData minmax;
 	StringInfoData raw;
+	StringInfoData offsets;
 	int64		base = data->len;
 	bytea	   *dir;
 	Size		dirlen;
@@ -240,6 +241,7 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 
 	initStringInfo(&minmax);
 	initStringInfo(&raw);
+	initStringInfo(&offsets);
 
 	for (a = 0; a < natts; a++)
 	{
@@ -323,19 +325,19 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 		}
 
 		/*
-		 * The chunk: a block table, then one independently compressed frame
-		 * per mini-block of COLFILE_ROWS_PER_MINIBLOCK rows, so that a
-		 * single row can be read without decompressing the whole chunk.
+		 * The chunk: one independently compressed frame per mini-block of
+		 * COLFILE_ROWS_PER_MINIBLOCK rows, so that a single row can be read
+		 * without decompressing the whole chunk; the directory says where
+		 * each frame starts, so that a lookup reads only its frame.
 		 */
 		{
 			int			nblocks = (nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
 			int			ntab = nblocks;
-			Size		tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks;
-			ColfileBlockDesc *blocks = palloc0(sizeof(ColfileBlockDesc) * nblocks);
+			ColfileBlockDesc *blocks = palloc0(sizeof(ColfileBlockDesc) * (nblocks + 1));
 			StringInfoData frames;
 			StringInfoData enc;
 			int			bno;
-			uint32		nb = nblocks;
+			int64		chunk_start;
 			bool		anyzstd = false;
 
 			initStringInfo(&frames);
@@ -371,7 +373,7 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 					off += value_size(att, values[a][first + r]);
 				}
 				c->raw_len += raw.len;
-				blocks[bno].offset = tablen + frames.len;
+				blocks[bno].offset = frames.len;
 				store_block(att, values[a] + first, isnull[a] + first, n, nnull > 0,
 							&raw, &enc, &blocks[bno], &frames);
 				if (blocks[bno].compression == CHUNK_ZSTD)
@@ -393,11 +395,9 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 										   &dict, &codes, &bits))
 				{
 					ntab = nblocks + 1;
-					tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab;
-					pfree(blocks);
-					blocks = palloc0(sizeof(ColfileBlockDesc) * ntab);
+					memset(blocks, 0, sizeof(ColfileBlockDesc) * ntab);
 					resetStringInfo(&frames);
-					blocks[nblocks].offset = tablen;
+					blocks[nblocks].offset = frames.len;
 					blocks[nblocks].stored_len = blocks[nblocks].raw_len = dict.len;
 					blocks[nblocks].compression = CHUNK_RAW;
 					blocks[nblocks].encoding = BLOCK_CHUNK_DICT;
@@ -409,7 +409,7 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 
 						ColfileEncodeCodes(codes + first, isnull[a] + first, n, nnull > 0,
 										   bits, &enc);
-						blocks[bno].offset = tablen + frames.len;
+						blocks[bno].offset = frames.len;
 						blocks[bno].stored_len = blocks[bno].raw_len = enc.len;
 						blocks[bno].compression = CHUNK_RAW;
 						blocks[bno].encoding = BLOCK_CODES;
@@ -421,10 +421,35 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 				}
 				pfree(dict.data);
 			}
-			appendBinaryStringInfo(data, (char *) &nb, sizeof(uint32));
-			appendBinaryStringInfo(data, (char *) blocks, sizeof(ColfileBlockDesc) * ntab);
-			appendBinaryStringInfo(data, frames.data, frames.len);
-			c->stored_len = tablen + frames.len;
+			/*
+			 * Emit the frames (blocks, then the dictionary), each a
+			 * ColfileFrameHeader and the block's bytes; where each starts
+			 * goes into the directory.
+			 */
+			chunk_start = data->len;
+			while (offsets.len % sizeof(uint32))
+				appendStringInfoChar(&offsets, '\0');
+			c->blocks_off = offsets.len;	/* made relative to the directory below */
+			for (bno = 0; bno < ntab; bno++)
+			{
+				ColfileFrameHeader fh;
+				uint32		o = data->len - chunk_start;
+
+				memset(&fh, 0, sizeof(fh));
+				fh.raw_len = blocks[bno].raw_len;
+				fh.compression = blocks[bno].compression;
+				fh.encoding = blocks[bno].encoding;
+				appendBinaryStringInfo(&offsets, (char *) &o, sizeof(uint32));
+				appendBinaryStringInfo(data, (char *) &fh, sizeof(fh));
+				appendBinaryStringInfo(data, frames.data + blocks[bno].offset,
+									   blocks[bno].stored_len);
+			}
+			{
+				uint32		o = data->len - chunk_start;
+
+				appendBinaryStringInfo(&offsets, (char *) &o, sizeof(uint32));
+			}
+			c->stored_len = data->len - chunk_start;
 			c->compression = anyzstd ? CHUNK_ZSTD : CHUNK_RAW;
 			pfree(frames.data);
 			pfree(enc.data);
@@ -432,16 +457,28 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 		}
 	}
 
-	dirlen = sizeof(ColfileDirHeader) + sizeof(ColfileChunkDesc) * natts + minmax.len;
-	dir = palloc0(VARHDRSZ + dirlen);
-	SET_VARSIZE(dir, VARHDRSZ + dirlen);
-	((ColfileDirHeader *) VARDATA(dir))->natts = natts;
-	memcpy(VARDATA(dir) + sizeof(ColfileDirHeader), chunks,
-		   sizeof(ColfileChunkDesc) * natts);
-	memcpy(VARDATA(dir) + sizeof(ColfileDirHeader) + sizeof(ColfileChunkDesc) * natts,
-		   minmax.data, minmax.len);
+	/* header, chunks, min/max bytes, then (4-aligned) the frame offsets */
+	{
+		Size		offsets_at = sizeof(ColfileDirHeader) + sizeof(ColfileChunkDesc) * natts +
+			minmax.len;
+
+		offsets_at = TYPEALIGN(sizeof(uint32), offsets_at);
+		for (a = 0; a < natts; a++)
+			if (!(chunks[a].flags & CHUNK_ALL_NULL))
+				chunks[a].blocks_off += offsets_at;
+		dirlen = offsets_at + offsets.len;
+		dir = palloc0(VARHDRSZ + dirlen);
+		SET_VARSIZE(dir, VARHDRSZ + dirlen);
+		((ColfileDirHeader *) VARDATA(dir))->natts = natts;
+		memcpy(VARDATA(dir) + sizeof(ColfileDirHeader), chunks,
+			   sizeof(ColfileChunkDesc) * natts);
+		memcpy(VARDATA(dir) + sizeof(ColfileDirHeader) + sizeof(ColfileChunkDesc) * natts,
+			   minmax.data, minmax.len);
+		memcpy(VARDATA(dir) + offsets_at, offsets.data, offsets.len);
+	}
 	pfree(raw.data);
 	pfree(minmax.data);
+	pfree(offsets.data);
 	pfree(chunks);
 	return dir;
 }
@@ -574,34 +611,89 @@ decode_block(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att, int attnu
 						(long long) rg->first_block, ColfileEncodingName(bd->encoding))));
 }
 
-/* Entries of the block table: a chunk with a dictionary has one more */
+/* Frames of a chunk: a chunk with a dictionary has one more */
 static inline uint32
-table_entries(ColfileChunkDesc *c, uint32 nblocks)
+chunk_frames(ColfileChunkDesc *c, uint32 nblocks)
 {
 	return nblocks + ((c->flags & CHUNK_HAS_DICT) ? 1 : 0);
 }
 
 /*
- * Read and decode a chunk dictionary described by dd (at chunk offset
- * dd->offset) into dv and ndv, in the current memory context (the values
- * point into a copy kept there)
+ * Where frame i of attnum's chunk lies, from the directory: its offset
+ * from the chunk's start and its length (header included)
  */
 static void
-load_chunk_dict(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c,
-				Form_pg_attribute att, int attnum, const ColfileBlockDesc *dd,
-				Datum **dv, uint32 *ndv)
+frame_span(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
+		   uint32 i, uint32 *off, uint32 *len)
 {
-	char	   *dict = palloc(Max(dd->stored_len, 1));
+	uint32		nframes = chunk_frames(c, (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) /
+									   COLFILE_ROWS_PER_MINIBLOCK);
+	Size		dirlen = VARSIZE(rg->directory) - VARHDRSZ;
+	uint32		o[2];
 
-	if (dd->encoding != BLOCK_CHUNK_DICT ||
-		(uint64) dd->offset + dd->stored_len > c->stored_len)
+	if (i >= nframes || c->blocks_off % sizeof(uint32) != 0 ||
+		(Size) c->blocks_off + sizeof(uint32) * (nframes + 1) > dirlen)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("colfile table \"%s\": column %d of row group %lld has no dictionary",
+				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %u",
+						RelationGetRelationName(rel), attnum,
+						(long long) rg->first_block, i)));
+	memcpy(o, VARDATA(rg->directory) + c->blocks_off + sizeof(uint32) * i, sizeof(o));
+	if (o[0] > o[1] || o[1] - o[0] < sizeof(ColfileFrameHeader) || o[1] > c->stored_len)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
 						RelationGetRelationName(rel), attnum,
 						(long long) rg->first_block)));
-	ColfileReadBytes(rel, rg->data_offset + c->offset + dd->offset, dict, dd->stored_len);
-	if (!ColfileDecodeChunkDict(att, dict, dd->stored_len, dv, ndv))
+	*off = o[0];
+	*len = o[1] - o[0];
+}
+
+/* Descriptor of a frame from its header and span */
+static void
+frame_desc(const char *header, uint32 off, uint32 len, ColfileBlockDesc *bd)
+{
+	ColfileFrameHeader fh;
+
+	memcpy(&fh, header, sizeof(fh));
+	bd->offset = off + sizeof(ColfileFrameHeader);
+	bd->stored_len = len - sizeof(ColfileFrameHeader);
+	bd->raw_len = fh.raw_len;
+	bd->compression = fh.compression;
+	bd->encoding = fh.encoding;
+	bd->pad = 0;
+}
+
+/* Descriptor of frame i of attnum's chunk (for statistics) */
+void
+ColfileBlockInfo(Relation rel, ColfileRowGroup *rg, int attnum, int i,
+				 ColfileBlockDesc *bd)
+{
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	uint32		off,
+				len;
+	char		header[sizeof(ColfileFrameHeader)];
+
+	frame_span(rel, rg, c, attnum, i, &off, &len);
+	ColfileReadBytes(rel, rg->data_offset + c->offset + off, header, sizeof(header));
+	frame_desc(header, off, len, bd);
+}
+
+/*
+ * Decode a chunk dictionary (stored bytes dict, described by dd) into
+ * dv and ndv, in the current memory context; the values point into a
+ * MAXALIGNed copy kept there
+ */
+static void
+decode_chunk_dict(Relation rel, ColfileRowGroup *rg, Form_pg_attribute att,
+				  int attnum, const ColfileBlockDesc *dd, const char *dict,
+				  Datum **dv, uint32 *ndv)
+{
+	char	   *copy = palloc(Max(dd->stored_len, 1));
+
+	memcpy(copy, dict, dd->stored_len);
+	if (dd->encoding != BLOCK_CHUNK_DICT || dd->compression != CHUNK_RAW ||
+		!ColfileDecodeChunkDict(att, copy, dd->stored_len, dv, ndv))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("colfile table \"%s\": column %d of row group %lld has a malformed dictionary",
@@ -647,9 +739,8 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
 	char	   *stored;
 	uint32		nblocks,
-				ntab;
-	ColfileBlockDesc *blocks;
-	Size		pos;
+				off,
+				len;
 	int			bno;
 	Datum	   *dv = NULL;
 	uint32		ndv = 0;
@@ -665,45 +756,28 @@ ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 
 	stored = palloc(c->stored_len);
 	ColfileReadBytes(rel, rg->data_offset + c->offset, stored, c->stored_len);
-	memcpy(&nblocks, stored, sizeof(uint32));
-	if (nblocks != (uint32) ((nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("colfile table \"%s\": column %d of row group %lld has %u blocks",
-						RelationGetRelationName(rel), attnum,
-						(long long) rg->first_block, nblocks)));
-	ntab = table_entries(c, nblocks);
-	if (sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab > c->stored_len)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
-						RelationGetRelationName(rel), attnum,
-						(long long) rg->first_block)));
-	blocks = palloc(sizeof(ColfileBlockDesc) * ntab);
-	memcpy(blocks, stored + sizeof(uint32), sizeof(ColfileBlockDesc) * ntab);
-	pos = sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab;
+	nblocks = (nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
 	if (c->flags & CHUNK_HAS_DICT)
 	{
-		load_chunk_dict(rel, rg, c, att, attnum, &blocks[nblocks], &dv, &ndv);
-		pos += blocks[nblocks].stored_len;
+		ColfileBlockDesc dd;
+
+		frame_span(rel, rg, c, attnum, nblocks, &off, &len);
+		frame_desc(stored + off, off, len, &dd);
+		decode_chunk_dict(rel, rg, att, attnum, &dd, stored + dd.offset, &dv, &ndv);
 	}
 	for (bno = 0; bno < (int) nblocks; bno++)
 	{
 		int			first = bno * COLFILE_ROWS_PER_MINIBLOCK;
+		ColfileBlockDesc bd;
 		char	   *raw;
 
-		if (pos + blocks[bno].stored_len > c->stored_len || blocks[bno].offset != pos)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("colfile table \"%s\": column %d of row group %lld overruns its chunk",
-							RelationGetRelationName(rel), attnum,
-							(long long) rg->first_block)));
-		raw = unpack_block(rel, rg, attnum, &blocks[bno], stored + pos);
-		decode_block(rel, rg, att, attnum, &blocks[bno], raw,
+		frame_span(rel, rg, c, attnum, bno, &off, &len);
+		frame_desc(stored + off, off, len, &bd);
+		raw = unpack_block(rel, rg, attnum, &bd, stored + bd.offset);
+		decode_block(rel, rg, att, attnum, &bd, raw,
 					 Min(COLFILE_ROWS_PER_MINIBLOCK, nrows - first),
 					 (c->flags & CHUNK_HAS_NULLS) != 0, dv, ndv,
 					 d->values + first, d->isnull + first);
-		pos += blocks[bno].stored_len;
 		/* raw stays allocated in cxt: byref values point into it */
 	}
 	pfree(stored);
@@ -728,7 +802,6 @@ typedef struct ColfileScratch
 	Size		cap;
 } ColfileScratch;
 
-static ColfileScratch scratch_head;
 static ColfileScratch scratch_stored;
 static ColfileScratch scratch_raw;
 static Datum scratch_values[COLFILE_ROWS_PER_MINIBLOCK];
@@ -754,79 +827,34 @@ scratch_get(ColfileScratch *s, Size len)
 }
 
 /*
- * Find mini-block bno of attnum: fills *bd with its descriptor and returns
- * the logical offset of its bytes. Only the block count and entry bno are
- * read, in place when they lie in one page. *keep (a pinned buffer or
- * InvalidBuffer) is reused, and left pinned, unlocked, for the caller.
+ * The stored bytes of frame i of attnum's chunk (a mini-block, or the
+ * dictionary): fills *bd from the frame's header and returns the bytes,
+ * in place in a pinned page when inplace is true and they lie in one
+ * page, else copied into scratch space (valid until the next call).
+ * *keep (a pinned buffer or InvalidBuffer) is reused, and left pinned.
  */
-static int64
-locate_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
-			 int bno, ColfileBlockDesc *bd, ColfileBlockDesc *dd, Buffer *keep)
+static const char *
+read_frame(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
+		   uint32 i, ColfileBlockDesc *bd, bool inplace, Buffer *keep)
 {
-	uint32		nblocks;
-	Size		tablen;
-	uint32		ntab;
-	int64		start = rg->data_offset + c->offset;
-	const char *head;
-	uint32		stored_nblocks;
-	bool		locked;
+	uint32		off,
+				len;
+	int64		at;
+	const char *p = NULL;
+	char	   *copy;
 
-	/* the block count follows from the row count: read count and table at once */
-	nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
-	if (bno < 0 || (uint32) bno >= nblocks)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
-						RelationGetRelationName(rel), attnum,
-						(long long) rg->first_block, bno)));
-	ntab = table_entries(c, nblocks);
-	/* entries up to bno, or all of them for the dictionary's entry */
-	tablen = sizeof(uint32) + sizeof(ColfileBlockDesc) *
-		((c->flags & CHUNK_HAS_DICT) ? ntab : bno + 1);
-	head = ColfilePeekBytes(rel, start, tablen, keep);
-	locked = (head != NULL);
-	if (!locked)
+	frame_span(rel, rg, c, attnum, i, &off, &len);
+	at = rg->data_offset + c->offset + off;
+	if (inplace)
+		p = ColfilePeekBytes(rel, at, len, keep);
+	if (p == NULL)
 	{
-		char	   *copy = scratch_get(&scratch_head, tablen);
-
-		ColfileReadBytesKeep(rel, start, copy, tablen, keep);
-		head = copy;
+		copy = scratch_get(&scratch_stored, len);
+		ColfileReadBytesKeep(rel, at, copy, len, keep);
+		p = copy;
 	}
-	memcpy(&stored_nblocks, head, sizeof(uint32));
-	memcpy(bd, head + sizeof(uint32) + sizeof(ColfileBlockDesc) * bno,
-		   sizeof(ColfileBlockDesc));
-	if (c->flags & CHUNK_HAS_DICT)
-		memcpy(dd, head + sizeof(uint32) + sizeof(ColfileBlockDesc) * nblocks,
-			   sizeof(ColfileBlockDesc));
-	if (locked)
-		LockBuffer(*keep, BUFFER_LOCK_UNLOCK);
-	if (stored_nblocks != nblocks ||
-		bd->offset < sizeof(uint32) + sizeof(ColfileBlockDesc) * ntab ||
-		(uint64) bd->offset + bd->stored_len > c->stored_len)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("colfile table \"%s\": column %d of row group %lld has no block %d",
-						RelationGetRelationName(rel), attnum,
-						(long long) rg->first_block, bno)));
-	return start + bd->offset;
-}
-
-/*
- * Read the stored bytes of mini-block bno of attnum into scratch space.
- * Fills *bd with its descriptor (and *dd with the chunk dictionary's, if
- * any); returns the bytes (valid until the next call).
- */
-static char *
-read_block(Relation rel, ColfileRowGroup *rg, ColfileChunkDesc *c, int attnum,
-		   int bno, ColfileBlockDesc *bd, ColfileBlockDesc *dd)
-{
-	Buffer		keep = InvalidBuffer;
-	int64		at = locate_block(rel, rg, c, attnum, bno, bd, dd, &keep);
-	char	   *stored = scratch_get(&scratch_stored, Max(bd->stored_len, 1));
-
-	ColfileReadBytesKeep(rel, at, stored, bd->stored_len, &keep);
-	ReleaseBuffer(keep);
-	return stored;
+	frame_desc(p, off, len, bd);
+	return p + sizeof(ColfileFrameHeader);
 }
 
 /*
@@ -845,9 +873,10 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
 	ColfileBlockDesc bd,
 				dd;
-	char	   *stored;
+	const char *stored;
 	Datum	   *dv = NULL;
 	uint32		ndv = 0;
+	Buffer		keep = InvalidBuffer;
 
 	d->values = palloc(sizeof(Datum) * Max(n, 1));
 	d->isnull = palloc(sizeof(bool) * Max(n, 1));
@@ -857,10 +886,17 @@ ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 		MemoryContextSwitchTo(old);
 		return d;
 	}
-	stored = read_block(rel, rg, c, attnum, bno, &bd, &dd);
+	stored = read_frame(rel, rg, c, attnum, bno, &bd, false, &keep);
 	d->raw = unpack_block(rel, rg, attnum, &bd, stored);
 	if (bd.encoding == BLOCK_CODES && (c->flags & CHUNK_HAS_DICT))
-		load_chunk_dict(rel, rg, c, att, attnum, &dd, &dv, &ndv);
+	{
+		uint32		nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+
+		stored = read_frame(rel, rg, c, attnum, nblocks, &dd, false, &keep);
+		decode_chunk_dict(rel, rg, att, attnum, &dd, stored, &dv, &ndv);
+	}
+	if (BufferIsValid(keep))
+		ReleaseBuffer(keep);
 	decode_block(rel, rg, att, attnum, &bd, d->raw, n,
 				 (c->flags & CHUNK_HAS_NULLS) != 0, dv, ndv, d->values, d->isnull);
 	MemoryContextSwitchTo(old);
@@ -884,79 +920,126 @@ dict_read(void *arg, Size offset, char *dst, Size len)
 }
 
 /*
+ * Pin the page where a point read of row pos of attnum starts, and ask
+ * the CPU to load the lines it will read: the frame's header and where in
+ * the frame the row's packed bits most likely are. Returns the buffer
+ * (InvalidBuffer when the column has no stored bytes), to be passed to
+ * ColfileDecodeValue. A 200-column lookup waits on ~400 cache misses one
+ * after another without this; issued together they overlap.
+ */
+Buffer
+ColfilePrefetchValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
+					 int attnum, int pos)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
+	int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+	int			r = pos % COLFILE_ROWS_PER_MINIBLOCK;
+	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - bno * COLFILE_ROWS_PER_MINIBLOCK);
+	uint32		off,
+				len;
+	int64		at;
+	BlockNumber blk;
+	int			poff;
+	Buffer		buf;
+	char	   *page;
+
+	if (c == NULL || att->attisdropped || (c->flags & CHUNK_ALL_NULL) || n <= 0 || r >= n)
+		return InvalidBuffer;
+	frame_span(rel, rg, c, attnum, bno, &off, &len);
+	at = rg->data_offset + c->offset + off;
+	blk = 1 + at / COLFILE_PAYLOAD_PER_PAGE;
+	poff = at % COLFILE_PAYLOAD_PER_PAGE;
+	buf = ColfileReadPage(rel, blk);
+	page = (char *) BufferGetPage(buf) + COLFILE_PAYLOAD_START;
+#ifdef __GNUC__
+	__builtin_prefetch(page + poff);
+	{
+		int64		est = poff + (int64) len * r / n;
+
+		if (est < COLFILE_PAYLOAD_PER_PAGE)
+			__builtin_prefetch(page + est);
+	}
+#endif
+	return buf;
+}
+
+/*
  * Decode the single value of row pos of attnum (an index fetch's first
  * touch of a mini-block) in scratch space; a by-reference value is copied
- * into the current memory context.
+ * into the current memory context. pinned is a buffer from
+ * ColfilePrefetchValue, or InvalidBuffer; it is released.
  */
 void
 ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
-				   int attnum, int pos, Datum *value, bool *isnull)
+				   int attnum, int pos, Buffer pinned, Datum *value, bool *isnull)
 {
 	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
 	int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
 	int			r = pos % COLFILE_ROWS_PER_MINIBLOCK;
 	int			n = Min(COLFILE_ROWS_PER_MINIBLOCK, rg->nrows - bno * COLFILE_ROWS_PER_MINIBLOCK);
 	ColfileChunkDesc *c = ColfileDirChunk(rg->directory, attnum, NULL);
-	ColfileBlockDesc bd,
-				dd;
-	char	   *stored;
+	ColfileBlockDesc bd;
+	const char *stored;
 	char	   *raw;
-	Buffer		keep = InvalidBuffer;
-	int64		at;
+	Buffer		keep = pinned;
 
 	if (decode_constant(desc, c, att, attnum, 1, value, isnull))
+	{
+		if (BufferIsValid(keep))
+			ReleaseBuffer(keep);
 		return;
+	}
 	if (r >= n)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("colfile table \"%s\": column %d of row group %lld has no row %d",
 						RelationGetRelationName(rel), attnum,
 						(long long) rg->first_block, pos)));
-	at = locate_block(rel, rg, c, attnum, bno, &bd, &dd, &keep);
+	/* random access: an uncompressed encoded block is read in place */
+	stored = read_frame(rel, rg, c, attnum, bno, &bd, true, &keep);
 	if (bd.encoding != BLOCK_PLAIN)
 	{
-		const char *inplace = NULL;
 		const char *src;
 		bool		hasnulls = (c->flags & CHUNK_HAS_NULLS) != 0;
 		uint32		code = 0;
 		bool		ok;
 
-		/* random access: an uncompressed block is read in place */
-		if (bd.compression == CHUNK_RAW)
-			inplace = ColfilePeekBytes(rel, at, bd.stored_len, &keep);
-		if (inplace)
-			src = inplace;
-		else
-		{
-			stored = scratch_get(&scratch_stored, Max(bd.stored_len, 1));
-			ColfileReadBytesKeep(rel, at, stored, bd.stored_len, &keep);
-			src = bd.compression == CHUNK_RAW ? stored :
-				unpack_block_into(rel, rg, attnum, &bd, stored,
-								  scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
-		}
+		src = bd.compression == CHUNK_RAW ? stored :
+			unpack_block_into(rel, rg, attnum, &bd, stored,
+							  scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
 		if (bd.encoding == BLOCK_CODES)
 			ok = ColfileDecodeCode(src, bd.raw_len, n, r, hasnulls, &code, isnull);
 		else
 			ok = ColfileDecodeEncodedValue(att, bd.encoding, src, bd.raw_len, n, r,
 										   hasnulls, value, isnull);
-		if (inplace)
-			LockBuffer(keep, BUFFER_LOCK_UNLOCK);
-		if (ok && bd.encoding == BLOCK_CODES)
+		if (ok && bd.encoding == BLOCK_CODES && !*isnull)
 		{
 			/* the value is entry 'code' of the chunk dictionary */
+			uint32		nblocks = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+			uint32		off,
+						len;
+			char		header[sizeof(ColfileFrameHeader)];
+			ColfileBlockDesc dd;
 			DictReader	dr;
 
-			dr.rel = rel;
-			dr.at = rg->data_offset + c->offset + dd.offset;
-			dr.keep = &keep;
-			if (*isnull)
-				*value = (Datum) 0;
-			else
-				ok = (c->flags & CHUNK_HAS_DICT) && dd.encoding == BLOCK_CHUNK_DICT &&
-					(uint64) dd.offset + dd.stored_len <= c->stored_len &&
+			ok = (c->flags & CHUNK_HAS_DICT) != 0;
+			if (ok)
+			{
+				frame_span(rel, rg, c, attnum, nblocks, &off, &len);
+				ColfileReadBytesKeep(rel, rg->data_offset + c->offset + off, header,
+									 sizeof(header), &keep);
+				frame_desc(header, off, len, &dd);
+				dr.rel = rel;
+				dr.at = rg->data_offset + c->offset + dd.offset;
+				dr.keep = &keep;
+				ok = dd.encoding == BLOCK_CHUNK_DICT && dd.compression == CHUNK_RAW &&
 					ColfileChunkDictValue(att, dict_read, &dr, dd.stored_len,
 										  code, value);
+			}
 		}
+		else if (ok && bd.encoding == BLOCK_CODES)
+			*value = (Datum) 0;
 		ReleaseBuffer(keep);
 		if (!ok)
 			ereport(ERROR,
@@ -966,11 +1049,9 @@ ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
 							(long long) rg->first_block, ColfileEncodingName(bd.encoding))));
 		return;
 	}
-	stored = scratch_get(&scratch_stored, Max(bd.stored_len, 1));
-	ColfileReadBytesKeep(rel, at, stored, bd.stored_len, &keep);
-	ReleaseBuffer(keep);
 	raw = unpack_block_into(rel, rg, attnum, &bd, stored,
 							scratch_get(&scratch_raw, Max(bd.raw_len, 1)));
+	ReleaseBuffer(keep);
 	decode_rows(rel, rg, att, attnum, raw, bd.raw_len, n, r + 1,
 				(c->flags & CHUNK_HAS_NULLS) != 0, scratch_values, scratch_isnull);
 	*isnull = scratch_isnull[r];

@@ -9,6 +9,7 @@
 
 #include "access/xact.h"
 #include "executor/tuptable.h"
+#include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -97,12 +98,6 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		int			nblocks = (gc->rg.nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
 		ColfileDecoded *d;
 
-		if (gc->blocks == NULL)
-		{
-			gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
-			gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
-			memset(gc->touched, -1, sizeof(int) * gc->natts);
-		}
 		if ((gc->blocks[a] == NULL || gc->blocks[a][bno] == NULL) &&
 			gc->touched[a] != bno)
 		{
@@ -112,9 +107,12 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 			 * row of the same block decodes and keeps the whole block.
 			 * By-reference values go to the current (per-fetch) context.
 			 */
+			Buffer		pinned = gc->pinned[a];
+
+			gc->pinned[a] = InvalidBuffer;
 			gc->touched[a] = bno;
 			ColfileDecodeValue(rel, &gc->rg, slot->tts_tupleDescriptor, a + 1,
-							   pos, &slot->tts_values[a], &slot->tts_isnull[a]);
+							   pos, pinned, &slot->tts_values[a], &slot->tts_isnull[a]);
 			return;
 		}
 		if (gc->blocks[a] == NULL)
@@ -135,6 +133,48 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
 }
 
+/* Is reading row pos of column a a first touch of its mini-block? */
+static inline bool
+first_touch(ColfileGroupCache *gc, int a, int pos)
+{
+	int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+
+	return a < gc->natts && (gc->cols == NULL || gc->cols[a] == NULL) &&
+		(gc->blocks[a] == NULL || gc->blocks[a][bno] == NULL) &&
+		gc->touched[a] != bno;
+}
+
+/*
+ * Before an index fetch decodes single values: pin the pages of every
+ * column it will read and prefetch their lines, so that the cache misses
+ * overlap (ColfilePrefetchValue)
+ */
+static void
+prefetch_row(Relation rel, ColfileGroupCache *gc, int pos, TupleTableSlot *slot,
+			 ColfileProj *proj)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+	int			i,
+				a;
+
+	if (gc->blocks == NULL)
+	{
+		gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
+		gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
+		memset(gc->touched, -1, sizeof(int) * gc->natts);
+		gc->pinned = MemoryContextAlloc(gc->cxt, sizeof(Buffer) * Max(gc->natts, 1));
+		for (a = 0; a < gc->natts; a++)
+			gc->pinned[a] = InvalidBuffer;
+	}
+	for (i = 0; i < (proj ? proj->ncols : natts); i++)
+	{
+		a = proj ? proj->cols[i] : i;
+		if (a < natts && first_touch(gc, a, pos) && !BufferIsValid(gc->pinned[a]))
+			gc->pinned[a] = ColfilePrefetchValue(rel, &gc->rg, slot->tts_tupleDescriptor,
+												 a + 1, pos);
+	}
+}
+
 /*
  * Store row pos of a loaded group into slot as a virtual tuple. Columns
  * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
@@ -149,6 +189,8 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 	int			a;
 
 	ExecClearTuple(slot);
+	if (gc->by_block)
+		prefetch_row(rel, gc, pos, slot, proj);
 	if (proj == NULL)
 	{
 		for (a = 0; a < natts; a++)
@@ -170,6 +212,16 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 		for (i = 0; i < proj->ncols; i++)
 			if (proj->cols[i] < natts)
 				fill_one(rel, gc, proj->cols[i], pos, slot);
+	}
+	if (gc->by_block)
+	{
+		/* every pin taken by prefetch_row was used; make sure */
+		for (a = 0; a < gc->natts; a++)
+			if (BufferIsValid(gc->pinned[a]))
+			{
+				ReleaseBuffer(gc->pinned[a]);
+				gc->pinned[a] = InvalidBuffer;
+			}
 	}
 	ExecStoreVirtualTuple(slot);
 	ColfileTidFor(gc->rg.first_block, pos, &slot->tts_tid);

@@ -246,27 +246,23 @@ colfile_block_stats(PG_FUNCTION_ARGS)
 		{
 			ColfileChunkDesc *c = ColfileDirChunk(rg->directory, a + 1, NULL);
 			uint32		nb = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
-			char	   *head;
-			ColfileBlockDesc *bd;
 			uint32		i;
 
 			if (c == NULL || (c->flags & CHUNK_ALL_NULL))
 				continue;
 			if (c->flags & CHUNK_HAS_DICT)
 				nb++;			/* the chunk dictionary */
-			head = palloc(sizeof(uint32) + sizeof(ColfileBlockDesc) * nb);
-			ColfileReadBytes(rel, rg->data_offset + c->offset, head,
-							 sizeof(uint32) + sizeof(ColfileBlockDesc) * nb);
-			bd = (ColfileBlockDesc *) (head + sizeof(uint32));
 			for (i = 0; i < nb; i++)
 			{
-				int			k = (a * NENC + Min(bd[i].encoding, NENC - 1)) * 2 +
-					(bd[i].compression == CHUNK_ZSTD);
+				ColfileBlockDesc bd;
+				int			k;
 
+				ColfileBlockInfo(rel, rg, a + 1, i, &bd);
+				k = (a * NENC + Min(bd.encoding, NENC - 1)) * 2 +
+					(bd.compression == CHUNK_ZSTD);
 				nblk[k]++;
-				bytes[k] += bd[i].stored_len;
+				bytes[k] += bd.stored_len;
 			}
-			pfree(head);
 		}
 	}
 	for (a = 0; a < natts; a++)
@@ -319,7 +315,7 @@ point_reads_differ(Relation rel, ColfileRowGroup *rg, TupleDesc desc, int a,
 		if (r > 2 && r < COLFILE_ROWS_PER_MINIBLOCK - 2 && pos < rg->nrows - 2 &&
 			r % 61 != 0)
 			continue;
-		ColfileDecodeValue(rel, rg, desc, a, pos, &v, &isnull);
+		ColfileDecodeValue(rel, rg, desc, a, pos, InvalidBuffer, &v, &isnull);
 		if (isnull != d->isnull[pos] ||
 			(!isnull && !datumIsEqual(v, d->values[pos], att->attbyval, att->attlen)))
 			return pos;
