@@ -179,7 +179,6 @@ typedef struct ColfileGroupCache
 	bool		by_block;		/* decode single mini-blocks (index fetches) */
 	ColfileDecoded ***blocks;	/* [natts][nblocks] when by_block */
 	int		   *touched;		/* [natts] block last read for one value, or -1 */
-	Buffer	   *pinned;			/* [natts] from ColfilePrefetchValue, or invalid */
 	MemoryContext cxt;
 } ColfileGroupCache;
 

@@ -166,6 +166,15 @@ store_block(Form_pg_attribute att, Datum *values, bool *isnull, int n,
 
 	bd->compression = CHUNK_RAW;
 	bd->encoding = BLOCK_PLAIN;
+	if (encoding != BLOCK_PLAIN &&
+		(double) enc->len < (double) plain->len * colfile_zstd_min_gain / 100.0)
+	{
+		/* the encoding saves so much that zstd cannot win: don't try it */
+		bd->encoding = encoding;
+		bd->raw_len = bd->stored_len = enc->len;
+		appendBinaryStringInfo(frames, enc->data, enc->len);
+		return;
+	}
 	zplain = try_zstd(plain->data, plain->len, frames);
 	if (encoding != BLOCK_PLAIN)
 	{

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "executor/tuptable.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -84,7 +85,8 @@ ColfileMakeProj(Bitmapset *needed, int natts)
  * reads the old rows with the old descriptor after the catalog changed.
  */
 static inline void
-fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot)
+fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot,
+		 Buffer *pinned)
 {
 	if (a >= gc->natts)
 	{
@@ -107,12 +109,12 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 			 * row of the same block decodes and keeps the whole block.
 			 * By-reference values go to the current (per-fetch) context.
 			 */
-			Buffer		pinned = gc->pinned[a];
+			Buffer		buf = *pinned;
 
-			gc->pinned[a] = InvalidBuffer;
+			*pinned = InvalidBuffer;
 			gc->touched[a] = bno;
 			ColfileDecodeValue(rel, &gc->rg, slot->tts_tupleDescriptor, a + 1,
-							   pos, pinned, &slot->tts_values[a], &slot->tts_isnull[a]);
+							   pos, buf, &slot->tts_values[a], &slot->tts_isnull[a]);
 			return;
 		}
 		if (gc->blocks[a] == NULL)
@@ -144,34 +146,48 @@ first_touch(ColfileGroupCache *gc, int a, int pos)
 		gc->touched[a] != bno;
 }
 
+/* Make the per-block state of a group read by an index fetch */
+static void
+init_by_block(ColfileGroupCache *gc)
+{
+	gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
+	gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
+	memset(gc->touched, -1, sizeof(int) * gc->natts);
+}
+
 /*
- * Before an index fetch decodes single values: pin the pages of every
- * column it will read and prefetch their lines, so that the cache misses
- * overlap (ColfilePrefetchValue)
+ * Columns an index fetch prefetches ahead of decoding them: enough for
+ * the cache misses to overlap, few enough pins for small shared_buffers
+ */
+#define PREFETCH_BATCH 32
+
+static inline int
+prefetch_batch(void)
+{
+	return Min(PREFETCH_BATCH, Max(1, NBuffers / 64));
+}
+
+/*
+ * Before an index fetch decodes single values of the columns [from, to)
+ * of the column list (proj, or all): pin their pages into pinned[] and
+ * prefetch their lines, so that the cache misses overlap
+ * (ColfilePrefetchValue)
  */
 static void
-prefetch_row(Relation rel, ColfileGroupCache *gc, int pos, TupleTableSlot *slot,
-			 ColfileProj *proj)
+prefetch_cols(Relation rel, ColfileGroupCache *gc, int pos, TupleTableSlot *slot,
+			  ColfileProj *proj, int from, int to, Buffer *pinned)
 {
 	int			natts = slot->tts_tupleDescriptor->natts;
-	int			i,
-				a;
+	int			i;
 
-	if (gc->blocks == NULL)
+	for (i = from; i < to; i++)
 	{
-		gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
-		gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
-		memset(gc->touched, -1, sizeof(int) * gc->natts);
-		gc->pinned = MemoryContextAlloc(gc->cxt, sizeof(Buffer) * Max(gc->natts, 1));
-		for (a = 0; a < gc->natts; a++)
-			gc->pinned[a] = InvalidBuffer;
-	}
-	for (i = 0; i < (proj ? proj->ncols : natts); i++)
-	{
-		a = proj ? proj->cols[i] : i;
-		if (a < natts && first_touch(gc, a, pos) && !BufferIsValid(gc->pinned[a]))
-			gc->pinned[a] = ColfilePrefetchValue(rel, &gc->rg, slot->tts_tupleDescriptor,
-												 a + 1, pos);
+		int			a = proj ? proj->cols[i] : i;
+
+		pinned[i - from] = InvalidBuffer;
+		if (a < natts && first_touch(gc, a, pos))
+			pinned[i - from] = ColfilePrefetchValue(rel, &gc->rg, slot->tts_tupleDescriptor,
+													a + 1, pos);
 	}
 }
 
@@ -186,42 +202,48 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 				TupleTableSlot *slot, ColfileProj *proj)
 {
 	int			natts = slot->tts_tupleDescriptor->natts;
-	int			a;
+	int			ncols = proj ? proj->ncols : natts;
+	int			batch = gc->by_block ? prefetch_batch() : 0;
+	Buffer		pinned[PREFETCH_BATCH];
+	Buffer		none = InvalidBuffer;
+	int			a,
+				i,
+				j;
 
 	ExecClearTuple(slot);
-	if (gc->by_block)
-		prefetch_row(rel, gc, pos, slot, proj);
-	if (proj == NULL)
+	if (gc->by_block && gc->blocks == NULL)
+		init_by_block(gc);
+	if (proj != NULL && proj->primed != slot)
 	{
 		for (a = 0; a < natts; a++)
-			fill_one(rel, gc, a, pos, slot);
-	}
-	else
-	{
-		int			i;
-
-		if (proj->primed != slot)
 		{
-			for (a = 0; a < natts; a++)
-			{
-				slot->tts_values[a] = (Datum) 0;
-				slot->tts_isnull[a] = true;
-			}
-			proj->primed = slot;
+			slot->tts_values[a] = (Datum) 0;
+			slot->tts_isnull[a] = true;
 		}
-		for (i = 0; i < proj->ncols; i++)
-			if (proj->cols[i] < natts)
-				fill_one(rel, gc, proj->cols[i], pos, slot);
+		proj->primed = slot;
 	}
-	if (gc->by_block)
+	for (i = 0; i < ncols; i++)
 	{
-		/* every pin taken by prefetch_row was used; make sure */
-		for (a = 0; a < gc->natts; a++)
-			if (BufferIsValid(gc->pinned[a]))
-			{
-				ReleaseBuffer(gc->pinned[a]);
-				gc->pinned[a] = InvalidBuffer;
-			}
+		a = proj ? proj->cols[i] : i;
+		if (batch > 0 && i % batch == 0)
+		{
+			/* pins not used by the previous batch (none expected) */
+			for (j = 0; i > 0 && j < batch; j++)
+				if (BufferIsValid(pinned[j]))
+					ReleaseBuffer(pinned[j]);
+			prefetch_cols(rel, gc, pos, slot, proj, i, Min(i + batch, ncols), pinned);
+		}
+		if (a < natts)
+			fill_one(rel, gc, a, pos, slot, batch > 0 ? &pinned[i % batch] : &none);
+	}
+	if (batch > 0 && ncols > 0)
+	{
+		/* pins not used by the last batch (none expected) */
+		int			last = ncols - ((ncols - 1) / batch) * batch;
+
+		for (j = 0; j < last; j++)
+			if (BufferIsValid(pinned[j]))
+				ReleaseBuffer(pinned[j]);
 	}
 	ExecStoreVirtualTuple(slot);
 	ColfileTidFor(gc->rg.first_block, pos, &slot->tts_tid);
