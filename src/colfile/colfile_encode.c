@@ -40,6 +40,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
 #include "utils/numeric.h"
 
 #include "colfile/colfile.h"
@@ -395,7 +396,7 @@ static bool
 decimal_encode(Form_pg_attribute att, const Datum *values, const bool *isnull,
 			   int n, StringInfo out)
 {
-	bool		is4 = (att->atttypid == FLOAT4OID);
+	bool		is4 = (att->attlen == 4);
 	int64	   *k = palloc0(sizeof(int64) * Max(n, 1));
 	int			scale = 0;
 	int			r;
@@ -725,6 +726,7 @@ ColfileEncodeBlock(Form_pg_attribute att, Datum *values, bool *isnull, int n,
 	StringInfoData alt;
 	int			best = BLOCK_PLAIN;
 	Size		best_len = plain_len;
+	Oid			basetype;
 	int			r;
 
 	resetStringInfo(out);
@@ -734,7 +736,8 @@ ColfileEncodeBlock(Form_pg_attribute att, Datum *values, bool *isnull, int n,
 
 	/* the scaled-integer kinds */
 	put_nullmap(&alt, isnull, n, hasnulls);
-	if (att->attbyval && (att->atttypid == FLOAT8OID || att->atttypid == FLOAT4OID))
+	basetype = getBaseType(att->atttypid);
+	if (att->attbyval && (basetype == FLOAT8OID || basetype == FLOAT4OID))
 	{
 		if (decimal_encode(att, values, isnull, n, &alt) && alt.len < best_len)
 			best = BLOCK_DECIMAL;
@@ -751,7 +754,7 @@ ColfileEncodeBlock(Form_pg_attribute att, Datum *values, bool *isnull, int n,
 		if (alt.len < best_len)
 			best = BLOCK_FOR;
 	}
-	else if (att->atttypid == NUMERICOID)
+	else if (basetype == NUMERICOID)
 	{
 		if (numeric_encode(values, isnull, n, &alt) && alt.len < best_len)
 			best = BLOCK_NUMERIC;
@@ -956,7 +959,7 @@ ColfileDecodeEncoded(Form_pg_attribute att, int encoding, const char *raw,
 				{
 					if (h.scale > DECIMAL_MAX_SCALE || !att->attbyval)
 						return false;
-					if (att->atttypid == FLOAT4OID)
+					if (att->attlen == 4)
 						for (r = 0; r < n; r++)
 							values[r] = Float4GetDatum(decimal_float4(for_value(&h, packed, r), h.scale));
 					else
@@ -965,7 +968,7 @@ ColfileDecodeEncoded(Form_pg_attribute att, int encoding, const char *raw,
 				}
 				else
 				{
-					if (h.scale > SCALED_NUMERIC_MAX_SCALE || att->atttypid != NUMERICOID)
+					if (h.scale > SCALED_NUMERIC_MAX_SCALE || att->attlen != -1)
 						return false;
 					for (r = 0; r < n; r++)
 						values[r] = isnull[r] ? (Datum) 0 :
@@ -1059,13 +1062,13 @@ ColfileDecodeEncodedValue(Form_pg_attribute att, int encoding, const char *raw,
 				{
 					if (h.scale > DECIMAL_MAX_SCALE || !att->attbyval)
 						return false;
-					*value = att->atttypid == FLOAT4OID ?
+					*value = att->attlen == 4 ?
 						Float4GetDatum(decimal_float4(k, h.scale)) :
 						Float8GetDatum(decimal_float8(k, h.scale));
 				}
 				else
 				{
-					if (h.scale > SCALED_NUMERIC_MAX_SCALE || att->atttypid != NUMERICOID)
+					if (h.scale > SCALED_NUMERIC_MAX_SCALE || att->attlen != -1)
 						return false;
 					*value = numeric_from_scaled(k, h.scale);
 				}

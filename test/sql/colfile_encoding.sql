@@ -149,6 +149,30 @@ SELECT count(*) AS rewritten_diff FROM (
   (SELECT c::text FROM enc_c c EXCEPT ALL SELECT h::text FROM enc_h h)) x;
 SELECT * FROM mvinc.colfile_check('enc_c');
 
+-- ALTER TYPE to a domain over the same type keeps the old blocks (no
+-- rewrite), read as the new type; new blocks are encoded as before
+CREATE DOMAIN enc_f4 AS float4;
+CREATE DOMAIN enc_num AS numeric;
+CREATE TABLE enc_dom (id int, f float4, n numeric) USING colfile;
+INSERT INTO enc_dom SELECT g, g / 4.0, round(g / 3.0, 2) FROM generate_series(1, 1000) g;
+CREATE TEMP TABLE enc_node AS SELECT pg_relation_filenode('enc_dom') AS node;
+ALTER TABLE enc_dom ALTER f TYPE enc_f4, ALTER n TYPE enc_num;
+SELECT pg_relation_filenode('enc_dom') = node AS not_rewritten FROM enc_node;
+INSERT INTO enc_dom SELECT g, g / 4.0, round(g / 3.0, 2) FROM generate_series(1001, 2000) g;
+SELECT attname, encoding, compression, sum(blocks) AS blocks
+  FROM mvinc.colfile_block_stats('enc_dom') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+SELECT sum(f), sum(n), count(*) FROM enc_dom;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+CREATE INDEX ON enc_dom (id);
+SELECT * FROM enc_dom WHERE id IN (1, 2, 999, 1001, 2000) ORDER BY id;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT * FROM mvinc.colfile_check('enc_dom');
+DROP TABLE enc_dom;
+DROP DOMAIN enc_f4;
+DROP DOMAIN enc_num;
+
 DROP FUNCTION enc_point_diff(int, int);
 DROP TABLE enc_h, enc_c;
 DROP COLLATION enc_ci;
