@@ -8,10 +8,14 @@
  *	  metapage (TID-space and byte allocators); blocks 1.. hold payload bytes
  *	  after a standard page header. Pages carry no transaction ids; every
  *	  change is WAL-logged with generic WAL.
- *  - A row group (a "data file") is a run of column chunks, each zstd
- *	  compressed (or raw when that does not shrink it). Its directory (chunk
- *	  offsets, sizes, min/max) lives in the heap table mvinc.colfile_rowgroup,
- *	  keyed by (relfilenode, first_block), so its visibility is plain MVCC.
+ *  - A row group (a "data file") is a run of column chunks, each a run of
+ *	  frames, one per mini-block of 512 rows (and one for a dictionary
+ *	  shared by the chunk's blocks). A frame's header says how its block
+ *	  is encoded (plain, or a random-access encoding of colfile_encode.c)
+ *	  and whether zstd compresses it. The group's directory (chunk offsets,
+ *	  sizes, min/max, frame offsets) lives in the heap table
+ *	  mvinc.colfile_rowgroup, keyed by (relfilenode, first_block), so its
+ *	  visibility is plain MVCC.
  *  - TIDs are logical: a row group owns TID blocks [first_block,
  *	  first_block + ceil(rows_per_group / 291)); row p of the group has TID
  *	  (first_block + p / 291, p % 291 + 1).
@@ -20,8 +24,9 @@
  *	  is how MVCC, waiting and EvalPlanQual work without xids in our pages.
  *  - Rows per group: the GUC mvinc.colfile_rows_per_group (default 10000),
  *	  read when a group is written (PG15 has no reloptions for table AMs).
- *	  Chunks are compressed in mini-blocks of 512 rows so that an index
- *	  fetch decodes one block per needed column.
+ *	  Chunks are cut into mini-blocks of 512 rows so that an index fetch
+ *	  reads one block per needed column, and decodes only its own value
+ *	  when the block has a random-access encoding.
  *
  * SERIALIZABLE works through the metadata tables: scans read them under the
  * transaction snapshot, so SSI's predicate locks and conflict checks on

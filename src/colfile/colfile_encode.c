@@ -627,6 +627,8 @@ dict_encode(Form_pg_attribute att, Datum *values, const bool *isnull, int n,
 		total = sizeof(DictHeader) + MAXALIGN(sizeof(uint32) * (ndict + 1)) +
 			MAXALIGN(area) + packed_size(n, bits);
 	}
+	if (area > PG_UINT32_MAX / 2)
+		goto out;				/* offsets are uint32 */
 	if (codes_out)
 	{
 		/* every mini-block: its header and codes (and a null bitmap, not counted) */
