@@ -547,6 +547,7 @@ dict_encode(Form_pg_attribute att, Datum *values, const bool *isnull, int n,
 	const char **ptr = palloc(sizeof(char *) * Max(n, 1));
 	Size	   *lens = palloc(sizeof(Size) * Max(n, 1));
 	Datum	   *bv = palloc(sizeof(Datum) * Max(n, 1));
+	uint32	   *hashes = palloc(sizeof(uint32) * Max(n, 1));	/* of each entry */
 	Size		fixed = att->attlen > 0 ? att->attlen : 0;
 	int			ndict = 0;
 	int			r;
@@ -597,6 +598,7 @@ dict_encode(Form_pg_attribute att, Datum *values, const bool *isnull, int n,
 				if (ndict >= maxdict)
 					goto out;
 				tab[i] = ndict;
+				hashes[ndict] = hv;
 				dict[ndict] = r;
 				codes[r] = ndict++;
 				if (hex)
@@ -611,7 +613,8 @@ dict_encode(Form_pg_attribute att, Datum *values, const bool *isnull, int n,
 				area += fixed ? fixed : lens[r] + VARHDRSZ;
 				break;
 			}
-			if (lens[dict[e]] == lens[r] && memcmp(ptr[dict[e]], ptr[r], lens[r]) == 0)
+			if (hashes[e] == hv && lens[dict[e]] == lens[r] &&
+				memcmp(ptr[dict[e]], ptr[r], lens[r]) == 0)
 			{
 				codes[r] = e;
 				break;
@@ -648,14 +651,20 @@ dict_encode(Form_pg_attribute att, Datum *values, const bool *isnull, int n,
 		appendBinaryStringInfo(out, (char *) &h, sizeof(h));
 		if (hex)
 		{
+			char	   *dst;
+
+			enlargeStringInfo(out, ndict * (hexlen / 2));
+			dst = out->data + out->len;
 			for (i = 0; i < ndict; i++)
 			{
 				const char *b = ptr[dict[i]];
 				Size		j;
 
 				for (j = 0; j < hexlen; j += 2)
-					appendStringInfoChar(out, (char) (hexval(b[j]) << 4 | hexval(b[j + 1])));
+					*dst++ = (char) (hexval(b[j]) << 4 | hexval(b[j + 1]));
 			}
+			out->len += ndict * (hexlen / 2);
+			out->data[out->len] = '\0';
 		}
 		else
 		{
@@ -713,6 +722,7 @@ out:
 	pfree(ptr);
 	pfree(lens);
 	pfree(bv);
+	pfree(hashes);
 	return done;
 }
 
@@ -767,7 +777,22 @@ ColfileEncodeBlock(Form_pg_attribute att, Datum *values, bool *isnull, int n,
 		best_len = alt.len;
 	}
 
-	/* a dictionary, when smaller still */
+	/*
+	 * A dictionary, when smaller still. Not for by-value blocks that a
+	 * frame of reference already packs in 8 bits or fewer: a dictionary
+	 * needs about as many bits per code, plus its entries.
+	 */
+	if (best != BLOCK_PLAIN && att->attbyval)
+	{
+		ForHeader	h;
+
+		memcpy(&h, out->data + (hasnulls ? MAXALIGN((n + 7) / 8) : 0), sizeof(h));
+		if (h.bits <= 8)
+		{
+			pfree(alt.data);
+			return best;
+		}
+	}
 	resetStringInfo(&alt);
 	put_nullmap(&alt, isnull, n, hasnulls);
 	if (dict_encode(att, values, isnull, n, best_len - alt.len, &alt, n, NULL, NULL))
