@@ -10,13 +10,14 @@ CREATE COLLATION enc_ci (provider = icu, locale = 'und-u-ks-level2', determinist
 CREATE TABLE enc_h (id int PRIMARY KEY, i2 int2, i4 int4, i8 int8, d date, b bool,
                     ch "char", ts timestamptz, f4 float4, f8 float8, n numeric,
                     n2 numeric(12,2), t text, tci text COLLATE enc_ci, u uuid,
-                    bx bytea, allnull int, konst text, hx text);
+                    bx bytea, allnull int, konst text, hx text, nb int8, nt text);
 CREATE TABLE enc_c (LIKE enc_h INCLUDING ALL) USING colfile;
 
 -- block 1 (ids 1..512): sequences, constants, decimals, hex strings;
 -- block 2 (513..1024): extremes, NULLs, specials, mixed scales;
 -- block 3 (1025..1200): low-cardinality values, a few NULLs;
--- columns with values repeated across blocks get a chunk dictionary
+-- columns with values repeated across blocks get a chunk dictionary;
+-- hx, nb and nt are NULL in the whole of block 2
 INSERT INTO enc_h
 SELECT g,
   CASE WHEN g <= 512 THEN g::int2 WHEN g <= 1024 THEN (ARRAY[-32768, 32767, NULL, 0])[1 + g % 4]::int2 ELSE (g % 3)::int2 END,
@@ -42,7 +43,9 @@ SELECT g,
   CASE WHEN g <= 512 THEN decode(md5(g::text), 'hex') ELSE (ARRAY['\x'::bytea, '\x00'::bytea, NULL])[1 + g % 3] END,
   NULL,
   'same',
-  CASE WHEN g <= 1100 THEN md5((g % 300)::text) END
+  CASE WHEN g NOT BETWEEN 513 AND 1024 THEN md5((g % 300)::text) END,
+  CASE WHEN g NOT BETWEEN 513 AND 1024 THEN g END,
+  CASE WHEN g NOT BETWEEN 513 AND 1024 THEN 'v' || g % 3 END
 FROM generate_series(1, 1200) g;
 INSERT INTO enc_c SELECT * FROM enc_h ORDER BY id;
 
@@ -62,12 +65,13 @@ SELECT sum(i8) = (SELECT sum(i8) FROM enc_h WHERE id NOT BETWEEN 513 AND 1024) A
 -- point reads: one index fetch per row, each a single value per column
 SET enable_seqscan = off;
 SET enable_bitmapscan = off;
-CREATE FUNCTION enc_point_diff(lo int, hi int) RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE FUNCTION enc_point_diff(lo int, hi int, tab regclass DEFAULT 'enc_c')
+RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE k int; n bigint := 0; a text; b text;
 BEGIN
   FOR k IN lo..hi LOOP
     SELECT h::text INTO a FROM enc_h h WHERE id = k;
-    SELECT c::text INTO b FROM enc_c c WHERE id = k;
+    EXECUTE format('SELECT c::text FROM %s c WHERE id = $1', tab) INTO b USING k;
     IF a IS DISTINCT FROM b THEN
       RAISE NOTICE 'key %: heap % colfile %', k, a, b;
       n := n + 1;
@@ -103,6 +107,17 @@ TRUNCATE enc_z;
 INSERT INTO enc_z SELECT * FROM enc_h ORDER BY id;
 SELECT count(*) AS encoded_zstd FROM mvinc.colfile_block_stats('enc_z')
   WHERE compression = 'zstd' AND encoding <> 'plain';
+-- all-NULL blocks (b: block 3; nb, nt: block 2) are stored plain even
+-- so: the null bitmap alone is smaller than any encoding (hx's all-NULL
+-- block 2 holds codes of its chunk dictionary)
+SELECT attname, encoding, compression, blocks
+  FROM mvinc.colfile_block_stats('enc_z') WHERE attname IN ('b', 'hx', 'nb', 'nt')
+  ORDER BY attnum, encoding, compression;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT enc_point_diff(1, 1200, 'enc_z') AS point_diff_no_zstd;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
 SELECT * FROM mvinc.colfile_check('enc_z');
 RESET mvinc.colfile_zstd_min_gain;
 DROP TABLE enc_z;
@@ -173,7 +188,7 @@ DROP TABLE enc_dom;
 DROP DOMAIN enc_f4;
 DROP DOMAIN enc_num;
 
-DROP FUNCTION enc_point_diff(int, int);
+DROP FUNCTION enc_point_diff(int, int, regclass);
 DROP TABLE enc_h, enc_c;
 DROP COLLATION enc_ci;
 RESET extra_float_digits;
