@@ -526,6 +526,7 @@ static const int8 hex_value[256] = {
 	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
 };
 
+/* Are all len bytes at p lower-case hex digits? */
 static inline bool
 is_lower_hex(const char *p, Size len)
 {
@@ -537,6 +538,7 @@ is_lower_hex(const char *p, Size len)
 	return bad >= 0;
 }
 
+/* Value of a lower-case hex digit */
 static inline int
 hexval(char c)
 {
@@ -848,7 +850,7 @@ get_u32(const char *a, uint32 i)
 	return v;
 }
 
-/* Layout of a dictionary block; false when it does not fit raw_len */
+/* The parts of a dictionary block, or of a chunk dictionary */
 typedef struct DictLayout
 {
 	DictHeader	h;
@@ -857,6 +859,7 @@ typedef struct DictLayout
 	const char *codes;
 } DictLayout;
 
+/* Find the parts of a BLOCK_DICT block of n rows; false when malformed */
 static bool
 dict_layout(const char *raw, uint32 raw_len, int n, bool hasnulls, DictLayout *l)
 {
