@@ -727,12 +727,19 @@ colfile_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 {
 	SMgrRelation srel;
 
-	if (persistence != RELPERSISTENCE_PERMANENT)
+	/*
+	 * A temporary table's pages live in local buffers and are not
+	 * WAL-logged (generic WAL skips relations that need none); its metadata
+	 * rows are ordinary rows of the permanent metadata tables, removed with
+	 * the table.  An unlogged table's pages would be reset by crash
+	 * recovery while its metadata survived, so it is refused.
+	 */
+	if (persistence == RELPERSISTENCE_UNLOGGED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("colfile tables must be permanent"),
-				 errdetail("Temporary and unlogged colfile tables are not supported: their metadata is kept in permanent heap tables."),
-				 errhint("Create the table without TEMPORARY or UNLOGGED, or with USING heap.")));
+				 errmsg("colfile tables cannot be unlogged"),
+				 errdetail("Crash recovery would empty an unlogged colfile table's pages but not its metadata, which is kept in permanent heap tables."),
+				 errhint("Create the table without UNLOGGED, or with USING heap.")));
 
 	/* rows buffered for the old storage are written there first */
 	ColfileFlushRel(rel);
