@@ -70,6 +70,13 @@ CREATE FUNCTION mvinc.colfile_column_stats(rel regclass,
     LANGUAGE c STRICT
     AS 'MODULE_PATHNAME', 'colfile_column_stats';
 
+CREATE FUNCTION mvinc.colfile_block_stats(rel regclass,
+    OUT attnum integer, OUT attname name, OUT encoding text,
+    OUT compression text, OUT blocks bigint, OUT stored_bytes bigint)
+    RETURNS SETOF record
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'colfile_block_stats';
+
 CREATE FUNCTION mvinc.colfile_check(rel regclass,
     OUT problem text, OUT detail text)
     RETURNS SETOF record

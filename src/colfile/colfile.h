@@ -40,6 +40,8 @@
 
 #include "access/htup.h"
 #include "access/tableam.h"
+#include "catalog/pg_attribute.h"
+#include "lib/stringinfo.h"
 #include "nodes/bitmapset.h"
 #include "storage/buf.h"
 #include "storage/itemptr.h"
@@ -72,6 +74,7 @@
 #define CHUNK_HAS_NULLS		0x01
 #define CHUNK_ALL_NULL		0x02
 #define CHUNK_HAS_MINMAX	0x04
+#define CHUNK_HAS_DICT		0x08	/* block table entry nblocks: dictionary */
 
 /* One column chunk in a row group directory (stored in the metadata row) */
 typedef struct ColfileChunkDesc
@@ -85,19 +88,54 @@ typedef struct ColfileChunkDesc
 	uint8		compression;
 	uint8		flags;
 	uint16		pad;
+	uint32		blocks_off;		/* directory offset of the frame offsets */
+	uint32		pad2;
 } ColfileChunkDesc;
 
 #define COLFILE_ROWS_PER_MINIBLOCK 512
 
-/* One independently compressed mini-block of a chunk (in the chunk's bytes) */
+/*
+ * Mini-block encodings (colfile_encode.c): the layout of a block's bytes
+ * once unpacked. All but BLOCK_PLAIN read a single value in place.
+ */
+#define BLOCK_PLAIN		0		/* values laid out with their alignment */
+#define BLOCK_FOR		1		/* integers: line + bit-packed residuals */
+#define BLOCK_DECIMAL	2		/* float4/float8 decimals as scaled integers */
+#define BLOCK_NUMERIC	3		/* numeric of one scale as scaled integers */
+#define BLOCK_DICT		4		/* dictionary + bit-packed codes */
+#define BLOCK_CODES		5		/* bit-packed codes into the chunk dictionary */
+#define BLOCK_CHUNK_DICT 6		/* the chunk dictionary itself (not a block) */
+
+/*
+ * A chunk is a run of frames: one per mini-block, then the chunk
+ * dictionary when CHUNK_HAS_DICT. Each frame is a ColfileFrameHeader and
+ * the block's stored bytes. The directory holds, for every stored chunk,
+ * nframes + 1 uint32 offsets (from the chunk's start; the last is the
+ * chunk's length) at blocks_off, so a lookup reads only its own frame.
+ */
+typedef struct ColfileFrameHeader
+{
+	uint32		raw_len;		/* bytes once unpacked */
+	uint8		compression;	/* CHUNK_RAW or CHUNK_ZSTD */
+	uint8		encoding;		/* BLOCK_* of the unpacked bytes */
+	uint16		pad;
+} ColfileFrameHeader;
+
+/* One mini-block (or the dictionary) of a chunk, as read */
 typedef struct ColfileBlockDesc
 {
+	uint32		offset;			/* of its stored bytes, from the chunk's start */
 	uint32		stored_len;
-	uint32		raw_len;
-	uint32		compression;
+	uint32		raw_len;		/* bytes once unpacked */
+	uint8		compression;	/* CHUNK_RAW or CHUNK_ZSTD */
+	uint8		encoding;		/* BLOCK_* of the unpacked bytes */
+	uint16		pad;
 } ColfileBlockDesc;
 
-/* Directory header; followed by natts ColfileChunkDesc, then min/max bytes */
+/*
+ * Directory header; followed by natts ColfileChunkDesc, then min/max
+ * bytes, then (4-aligned) the chunks' frame offsets
+ */
 typedef struct ColfileDirHeader
 {
 	int32		natts;
@@ -165,6 +203,7 @@ typedef struct ColfileMetaRels
 /* GUCs */
 extern int	colfile_rows_per_group;
 extern int	colfile_compression_level;
+extern int	colfile_zstd_min_gain;
 
 /* colfile_init.c */
 extern bool ColfileIsColfileRel(Relation rel);
@@ -205,6 +244,9 @@ extern int64 ColfileAppendBytes(Relation rel, const char *data, int64 len);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
 extern void ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
 								 Buffer *keep);
+extern Buffer ColfileReadPage(Relation rel, BlockNumber blk);
+extern const char *ColfilePeekBytes(Relation rel, int64 offset, int64 len,
+									Buffer *keep);
 extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
 
 /* colfile_compress.c */
@@ -217,11 +259,45 @@ extern ColfileDecoded *ColfileDecodeChunk(Relation rel, ColfileRowGroup *rg,
 extern ColfileDecoded *ColfileDecodeBlock(Relation rel, ColfileRowGroup *rg,
 										  TupleDesc desc, int attnum,
 										  int bno, MemoryContext cxt);
+extern Buffer ColfilePrefetchValue(Relation rel, ColfileRowGroup *rg,
+								   TupleDesc desc, int attnum, int pos);
 extern void ColfileDecodeValue(Relation rel, ColfileRowGroup *rg, TupleDesc desc,
-							   int attnum, int pos, Datum *value, bool *isnull);
+							   int attnum, int pos, Buffer pinned,
+							   Datum *value, bool *isnull);
 extern ColfileChunkDesc *ColfileDirChunk(bytea *dir, int attnum, int *natts);
+extern void ColfileBlockInfo(Relation rel, ColfileRowGroup *rg, int attnum,
+							 int i, ColfileBlockDesc *bd);
 extern bool ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 							 Datum *min, Datum *max);
+
+/* colfile_encode.c */
+extern int	ColfileEncodeBlock(Form_pg_attribute att, Datum *values, bool *isnull,
+							   int n, bool hasnulls, Size plain_len, StringInfo out);
+extern bool ColfileDecodeEncoded(Form_pg_attribute att, int encoding,
+								 const char *raw, uint32 raw_len, int n,
+								 bool hasnulls, Datum *values, bool *isnull);
+extern bool ColfileDecodeEncodedValue(Form_pg_attribute att, int encoding,
+									  const char *raw, uint32 raw_len, int n,
+									  int r, bool hasnulls, Datum *value,
+									  bool *isnull);
+typedef void (*ColfileReadFn) (void *arg, Size offset, char *dst, Size len);
+extern bool ColfileEncodeChunkDict(Form_pg_attribute att, Datum *values,
+								   bool *isnull, int nrows, Size limit,
+								   StringInfo dict, uint64 **codes, int *bits);
+extern void ColfileEncodeCodes(const uint64 *codes, bool *isnull, int n,
+							   bool hasnulls, int bits, StringInfo out);
+extern bool ColfileDecodeChunkDict(Form_pg_attribute att, const char *dict,
+								   Size dictlen, Datum **entries,
+								   uint32 *nentries);
+extern bool ColfileDecodeCodes(const char *raw, uint32 raw_len, int n,
+							   bool hasnulls, const Datum *entries,
+							   uint32 nentries, Datum *values, bool *isnull);
+extern bool ColfileDecodeCode(const char *raw, uint32 raw_len, int n, int r,
+							  bool hasnulls, uint32 *code, bool *isnull);
+extern bool ColfileChunkDictValue(Form_pg_attribute att, ColfileReadFn read,
+								  void *arg, Size dictlen, uint32 code,
+								  Datum *value);
+extern const char *ColfileEncodingName(int encoding);
 
 /* colfile_writer.c */
 extern void ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid);

@@ -21,6 +21,7 @@
 
 int			colfile_rows_per_group = 10000;
 int			colfile_compression_level = 3;
+int			colfile_zstd_min_gain = 25;
 
 static object_access_hook_type prev_object_access_hook = NULL;
 
@@ -103,6 +104,13 @@ MvincColfileInit(void)
 							NULL,
 							&colfile_compression_level,
 							3, 1, 19,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mvinc.colfile_zstd_min_gain",
+							"Saving that zstd must add to a colfile mini-block's random-access encoding to replace it, in percent of the block's uncompressed size.",
+							"A mini-block with a random-access encoding (frame of reference, decimal, numeric, dictionary) keeps it unless zstd saves at least this many percent of the plain layout's size more; 0 takes whichever is smaller, 100 never compresses such blocks.",
+							&colfile_zstd_min_gain,
+							25, 0, 100,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 

@@ -42,6 +42,90 @@ static ColfileMetaRels cached_ids;
 static bool cached_ids_valid = false;
 static bool inval_registered = false;
 
+/*
+ * Detoasted directories of row groups, kept across queries: an index
+ * fetch finds the row group of every row it reads, and detoasting (pglz)
+ * a 200-column directory per lookup was a visible part of a point read.
+ * A metadata tuple never changes once inserted, so (relfilenode,
+ * first_block, seq, xmin) names one directory for good; the cache is
+ * dropped when the metadata tables are invalidated (the extension was
+ * dropped: sequence numbers may repeat) and when it outgrows
+ * DIR_CACHE_BYTES. Only directories stored toasted are kept.
+ */
+#define DIR_CACHE_BYTES (8 * 1024 * 1024)
+
+typedef struct DirCacheKey
+{
+	Oid			relfilenode;
+	TransactionId xmin;
+	int64		first_block;
+	int64		seq;
+} DirCacheKey;
+
+typedef struct DirCacheEntry
+{
+	DirCacheKey key;
+	bytea	   *dir;
+} DirCacheEntry;
+
+static HTAB *dir_cache = NULL;
+static MemoryContext dir_cache_cxt = NULL;
+static Size dir_cache_bytes = 0;
+static bool dir_cache_stale = false;
+
+/* Forget every cached directory */
+static void
+dir_cache_reset(void)
+{
+	if (dir_cache_cxt)
+		MemoryContextDelete(dir_cache_cxt);
+	dir_cache_cxt = NULL;
+	dir_cache = NULL;
+	dir_cache_bytes = 0;
+	dir_cache_stale = false;
+}
+
+/* A palloc'd copy of the directory datum d of the row group key */
+static bytea *
+dir_cache_get(DirCacheKey *key, Datum d)
+{
+	DirCacheEntry *e;
+	bool		found;
+	bytea	   *copy;
+
+	if (!VARATT_IS_EXTENDED(DatumGetPointer(d)))
+		return DatumGetByteaPCopy(d);
+	if (dir_cache_stale || dir_cache_bytes > DIR_CACHE_BYTES)
+		dir_cache_reset();
+	if (dir_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		dir_cache_cxt = AllocSetContextCreate(TopMemoryContext, "colfile directories",
+											  ALLOCSET_DEFAULT_SIZES);
+		ctl.keysize = sizeof(DirCacheKey);
+		ctl.entrysize = sizeof(DirCacheEntry);
+		ctl.hcxt = dir_cache_cxt;
+		dir_cache = hash_create("colfile directories", 64, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(dir_cache, key, HASH_FIND, NULL);
+	if (e == NULL)
+	{
+		bytea	   *dir = DatumGetByteaPCopy(d);
+		bytea	   *kept = MemoryContextAlloc(dir_cache_cxt, VARSIZE(dir));
+
+		memcpy(kept, dir, VARSIZE(dir));
+		e = hash_search(dir_cache, key, HASH_ENTER, &found);
+		e->dir = kept;
+		dir_cache_bytes += VARSIZE(dir);
+		return dir;
+	}
+	copy = palloc(VARSIZE(e->dir));
+	memcpy(copy, e->dir, VARSIZE(e->dir));
+	return copy;
+}
+
 /* Any relcache invalidation of our tables (or of everything) drops the cache */
 static void
 meta_relcache_inval(Datum arg, Oid relid)
@@ -49,7 +133,10 @@ meta_relcache_inval(Datum arg, Oid relid)
 	if (!OidIsValid(relid) || relid == cached_ids.rowgroup ||
 		relid == cached_ids.rowgroup_idx || relid == cached_ids.rowstate ||
 		relid == cached_ids.rowstate_idx || relid == cached_ids.seq)
+	{
 		cached_ids_valid = false;
+		dir_cache_stale = true;
+	}
 }
 
 /* Resolve the metadata tables of the installed extension (cached) */
@@ -210,8 +297,17 @@ rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
 	rg->seq = DatumGetInt64(values[3]);
 	rg->data_offset = DatumGetInt64(values[4]);
 	rg->data_length = DatumGetInt64(values[5]);
-	rg->directory = DatumGetByteaPCopy(values[6]);
 	rg->xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	{
+		DirCacheKey key;
+
+		memset(&key, 0, sizeof(key));
+		key.relfilenode = DatumGetObjectId(values[0]);
+		key.xmin = rg->xmin;
+		key.first_block = rg->first_block;
+		key.seq = rg->seq;
+		rg->directory = dir_cache_get(&key, values[6]);
+	}
 }
 
 /*

@@ -8,7 +8,9 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "executor/tuptable.h"
+#include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -83,7 +85,8 @@ ColfileMakeProj(Bitmapset *needed, int natts)
  * reads the old rows with the old descriptor after the catalog changed.
  */
 static inline void
-fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot)
+fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *slot,
+		 Buffer *pinned)
 {
 	if (a >= gc->natts)
 	{
@@ -97,12 +100,6 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		int			nblocks = (gc->rg.nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
 		ColfileDecoded *d;
 
-		if (gc->blocks == NULL)
-		{
-			gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
-			gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
-			memset(gc->touched, -1, sizeof(int) * gc->natts);
-		}
 		if ((gc->blocks[a] == NULL || gc->blocks[a][bno] == NULL) &&
 			gc->touched[a] != bno)
 		{
@@ -112,9 +109,12 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 			 * row of the same block decodes and keeps the whole block.
 			 * By-reference values go to the current (per-fetch) context.
 			 */
+			Buffer		buf = *pinned;
+
+			*pinned = InvalidBuffer;
 			gc->touched[a] = bno;
 			ColfileDecodeValue(rel, &gc->rg, slot->tts_tupleDescriptor, a + 1,
-							   pos, &slot->tts_values[a], &slot->tts_isnull[a]);
+							   pos, buf, &slot->tts_values[a], &slot->tts_isnull[a]);
 			return;
 		}
 		if (gc->blocks[a] == NULL)
@@ -135,6 +135,62 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
 }
 
+/* Is reading row pos of column a a first touch of its mini-block? */
+static inline bool
+first_touch(ColfileGroupCache *gc, int a, int pos)
+{
+	int			bno = pos / COLFILE_ROWS_PER_MINIBLOCK;
+
+	return a < gc->natts && (gc->cols == NULL || gc->cols[a] == NULL) &&
+		(gc->blocks[a] == NULL || gc->blocks[a][bno] == NULL) &&
+		gc->touched[a] != bno;
+}
+
+/* Make the per-block state of a group read by an index fetch */
+static void
+init_by_block(ColfileGroupCache *gc)
+{
+	gc->blocks = MemoryContextAllocZero(gc->cxt, sizeof(ColfileDecoded **) * gc->natts);
+	gc->touched = MemoryContextAlloc(gc->cxt, sizeof(int) * gc->natts);
+	memset(gc->touched, -1, sizeof(int) * gc->natts);
+}
+
+/*
+ * Columns an index fetch prefetches ahead of decoding them: enough for
+ * the cache misses to overlap, few enough pins for small shared_buffers
+ */
+#define PREFETCH_BATCH 32
+
+static inline int
+prefetch_batch(void)
+{
+	return Min(PREFETCH_BATCH, Max(1, NBuffers / 64));
+}
+
+/*
+ * Before an index fetch decodes single values of the columns [from, to)
+ * of the column list (proj, or all): pin their pages into pinned[] and
+ * prefetch their lines, so that the cache misses overlap
+ * (ColfilePrefetchValue)
+ */
+static void
+prefetch_cols(Relation rel, ColfileGroupCache *gc, int pos, TupleTableSlot *slot,
+			  ColfileProj *proj, int from, int to, Buffer *pinned)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+	int			i;
+
+	for (i = from; i < to; i++)
+	{
+		int			a = proj ? proj->cols[i] : i;
+
+		pinned[i - from] = InvalidBuffer;
+		if (a < natts && first_touch(gc, a, pos))
+			pinned[i - from] = ColfilePrefetchValue(rel, &gc->rg, slot->tts_tupleDescriptor,
+													a + 1, pos);
+	}
+}
+
 /*
  * Store row pos of a loaded group into slot as a virtual tuple. Columns
  * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
@@ -146,30 +202,48 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 				TupleTableSlot *slot, ColfileProj *proj)
 {
 	int			natts = slot->tts_tupleDescriptor->natts;
-	int			a;
+	int			ncols = proj ? proj->ncols : natts;
+	int			batch = gc->by_block ? prefetch_batch() : 0;
+	Buffer		pinned[PREFETCH_BATCH];
+	Buffer		none = InvalidBuffer;
+	int			a,
+				i,
+				j;
 
 	ExecClearTuple(slot);
-	if (proj == NULL)
+	if (gc->by_block && gc->blocks == NULL)
+		init_by_block(gc);
+	if (proj != NULL && proj->primed != slot)
 	{
 		for (a = 0; a < natts; a++)
-			fill_one(rel, gc, a, pos, slot);
-	}
-	else
-	{
-		int			i;
-
-		if (proj->primed != slot)
 		{
-			for (a = 0; a < natts; a++)
-			{
-				slot->tts_values[a] = (Datum) 0;
-				slot->tts_isnull[a] = true;
-			}
-			proj->primed = slot;
+			slot->tts_values[a] = (Datum) 0;
+			slot->tts_isnull[a] = true;
 		}
-		for (i = 0; i < proj->ncols; i++)
-			if (proj->cols[i] < natts)
-				fill_one(rel, gc, proj->cols[i], pos, slot);
+		proj->primed = slot;
+	}
+	for (i = 0; i < ncols; i++)
+	{
+		a = proj ? proj->cols[i] : i;
+		if (batch > 0 && i % batch == 0)
+		{
+			/* pins not used by the previous batch (none expected) */
+			for (j = 0; i > 0 && j < batch; j++)
+				if (BufferIsValid(pinned[j]))
+					ReleaseBuffer(pinned[j]);
+			prefetch_cols(rel, gc, pos, slot, proj, i, Min(i + batch, ncols), pinned);
+		}
+		if (a < natts)
+			fill_one(rel, gc, a, pos, slot, batch > 0 ? &pinned[i % batch] : &none);
+	}
+	if (batch > 0 && ncols > 0)
+	{
+		/* pins not used by the last batch (none expected) */
+		int			last = ncols - ((ncols - 1) / batch) * batch;
+
+		for (j = 0; j < last; j++)
+			if (BufferIsValid(pinned[j]))
+				ReleaseBuffer(pinned[j]);
 	}
 	ExecStoreVirtualTuple(slot);
 	ColfileTidFor(gc->rg.first_block, pos, &slot->tts_tid);

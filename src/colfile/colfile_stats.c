@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * colfile_stats.c
- *	  mvinc.colfile_stats, mvinc.colfile_column_stats and mvinc.colfile_check:
+ *	  mvinc.colfile_stats, mvinc.colfile_column_stats,
+ *	  mvinc.colfile_block_stats and mvinc.colfile_check:
  *	  what a colfile table holds, and whether its metadata, pages, row
  *	  states and indexes agree (the colfile counterpart of amcheck).
  *-------------------------------------------------------------------------
@@ -22,6 +23,7 @@
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "access/table.h"
 #include "utils/hsearch.h"
@@ -35,6 +37,7 @@
 PG_FUNCTION_INFO_V1(colfile_stats);
 PG_FUNCTION_INFO_V1(colfile_column_stats);
 PG_FUNCTION_INFO_V1(colfile_check);
+PG_FUNCTION_INFO_V1(colfile_block_stats);
 
 /* Open a relation argument, refusing anything but a colfile table */
 static Relation
@@ -215,6 +218,111 @@ colfile_column_stats(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* Mini-blocks per column, encoding and compression, with their bytes */
+Datum
+colfile_block_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, GetActiveSnapshot());
+	int			natts = desc->natts;
+
+	/* [attnum][encoding][compression] */
+#define NENC 8
+	int64	   *nblk = palloc0(sizeof(int64) * natts * NENC * 2);
+	int64	   *bytes = palloc0(sizeof(int64) * natts * NENC * 2);
+	ListCell   *lc;
+	int			a,
+				e,
+				z;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, groups)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+
+		for (a = 0; a < natts && rg->nrows > 0; a++)
+		{
+			ColfileChunkDesc *c = ColfileDirChunk(rg->directory, a + 1, NULL);
+			uint32		nb = (rg->nrows + COLFILE_ROWS_PER_MINIBLOCK - 1) / COLFILE_ROWS_PER_MINIBLOCK;
+			uint32		i;
+
+			if (c == NULL || (c->flags & CHUNK_ALL_NULL))
+				continue;
+			if (c->flags & CHUNK_HAS_DICT)
+				nb++;			/* the chunk dictionary */
+			for (i = 0; i < nb; i++)
+			{
+				ColfileBlockDesc bd;
+				int			k;
+
+				ColfileBlockInfo(rel, rg, a + 1, i, &bd);
+				k = (a * NENC + Min(bd.encoding, NENC - 1)) * 2 +
+					(bd.compression == CHUNK_ZSTD);
+				nblk[k]++;
+				bytes[k] += bd.stored_len;
+			}
+		}
+	}
+	for (a = 0; a < natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		for (e = 0; e < NENC; e++)
+			for (z = 0; z < 2; z++)
+			{
+				int			k = (a * NENC + e) * 2 + z;
+				Datum		values[6];
+				bool		nulls[6] = {0};
+
+				if (nblk[k] == 0)
+					continue;
+				values[0] = Int32GetDatum(a + 1);
+				values[1] = NameGetDatum(&att->attname);
+				values[2] = CStringGetTextDatum(ColfileEncodingName(e));
+				values[3] = CStringGetTextDatum(z ? "zstd" : "none");
+				values[4] = Int64GetDatum(nblk[k]);
+				values[5] = Int64GetDatum(bytes[k]);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
+	}
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+/*
+ * Do single-value reads (what an index fetch does) of a sample of rows of
+ * column a agree with the decoded chunk d, byte for byte? Returns the
+ * first row that differs, or -1.
+ */
+static int
+point_reads_differ(Relation rel, ColfileRowGroup *rg, TupleDesc desc, int a,
+				   ColfileDecoded *d)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+	int			pos;
+
+	for (pos = 0; pos < rg->nrows; pos++)
+	{
+		Datum		v;
+		bool		isnull;
+		int			r = pos % COLFILE_ROWS_PER_MINIBLOCK;
+
+		/* the first rows of each block, its last ones and a stride */
+		if (r > 2 && r < COLFILE_ROWS_PER_MINIBLOCK - 2 && pos < rg->nrows - 2 &&
+			r % 61 != 0)
+			continue;
+		ColfileDecodeValue(rel, rg, desc, a, pos, InvalidBuffer, &v, &isnull);
+		if (isnull != d->isnull[pos] ||
+			(!isnull && !datumIsEqual(v, d->values[pos], att->attbyval, att->attlen)))
+			return pos;
+	}
+	return -1;
+}
+
 /* Emit one problem row */
 static void
 problem(ReturnSetInfo *rsinfo, const char *what, char *detail)
@@ -297,7 +405,13 @@ colfile_check(PG_FUNCTION_ARGS)
 			old = MemoryContextSwitchTo(cxt);
 			PG_TRY();
 			{
-				(void) ColfileDecodeChunk(rel, rg, desc, a, cxt);
+				ColfileDecoded *d = ColfileDecodeChunk(rel, rg, desc, a, cxt);
+				int			bad = point_reads_differ(rel, rg, desc, a, d);
+
+				if (bad >= 0)
+					problem(rsinfo, "point read differs from scan",
+							psprintf("row group %lld column %d row %d",
+									 (long long) rg->first_block, a, bad));
 			}
 			PG_CATCH();
 			{

@@ -18,6 +18,7 @@
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "colfile/colfile.h"
@@ -186,6 +187,47 @@ ColfileAppendBytes(Relation rel, const char *data, int64 len)
 }
 
 /*
+ * Buffers that recently held our pages, per backend, direct-mapped by
+ * (relfilenode, block): a point lookup of a wide row pins one page per
+ * column, and ReadRecentBuffer() pins a buffer that still holds the page
+ * without the buffer mapping table's hashing and partition lock (which
+ * were the largest remaining cost of such a lookup). A stale entry costs
+ * one failed check; ReadRecentBuffer compares the whole buffer tag.
+ */
+#define RECENT_SLOTS 8192
+
+typedef struct RecentBuffer
+{
+	RelFileNode node;
+	BlockNumber blk;
+	Buffer		buf;
+} RecentBuffer;
+
+static RecentBuffer *recent = NULL;
+
+/* Pin block blk of rel's main fork */
+Buffer
+ColfileReadPage(Relation rel, BlockNumber blk)
+{
+	RecentBuffer *e;
+	Buffer		buf;
+
+	if (recent == NULL)
+		recent = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(RecentBuffer) * RECENT_SLOTS);
+	e = &recent[(rel->rd_node.relNode * 0x9E3779B1u + blk) & (RECENT_SLOTS - 1)];
+	if (BufferIsValid(e->buf) && e->blk == blk &&
+		RelFileNodeEquals(e->node, rel->rd_node) &&
+		ReadRecentBuffer(rel->rd_node, MAIN_FORKNUM, blk, e->buf))
+		return e->buf;
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
+	e->node = rel->rd_node;
+	e->blk = blk;
+	e->buf = buf;
+	return buf;
+}
+
+/*
  * Copy len bytes at a logical offset out of the pages. *keep is a pinned
  * buffer from an earlier call (or InvalidBuffer): reused when it holds the
  * first page, and on return it holds the last page read, still pinned;
@@ -215,7 +257,7 @@ ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
 				ReleaseBuffer(*keep);
 			*keep = InvalidBuffer;
 			/* a block past the end makes ReadBuffer fail: no size check per read */
-			buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
+			buf = ColfileReadPage(rel, blk);
 			*keep = buf;
 		}
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
@@ -232,6 +274,43 @@ ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		done += n;
 	}
+}
+
+/*
+ * Point at len bytes at a logical offset in place when they lie in one
+ * page: the page is pinned in *keep (reused and replaced as by
+ * ColfileReadBytesKeep), not locked, and the bytes stay valid while it is
+ * pinned. NULL when the bytes span pages.
+ *
+ * No content lock is needed: payload bytes that a visible row group
+ * references were written (under the exclusive lock, before the metadata
+ * row that references them was inserted) and never change again; an
+ * appender may rewrite the page with generic WAL, but with the same bytes
+ * below pd_lower. Only pd_lower, which only grows, is read for the check.
+ */
+const char *
+ColfilePeekBytes(Relation rel, int64 offset, int64 len, Buffer *keep)
+{
+	BlockNumber blk = 1 + offset / COLFILE_PAYLOAD_PER_PAGE;
+	int			off = offset % COLFILE_PAYLOAD_PER_PAGE;
+	Page		page;
+
+	if (off + len > COLFILE_PAYLOAD_PER_PAGE)
+		return NULL;
+	if (!BufferIsValid(*keep) || BufferGetBlockNumber(*keep) != blk)
+	{
+		if (BufferIsValid(*keep))
+			ReleaseBuffer(*keep);
+		*keep = InvalidBuffer;
+		*keep = ColfileReadPage(rel, blk);
+	}
+	page = BufferGetPage(*keep);
+	if (((volatile PageHeaderData *) page)->pd_lower < COLFILE_PAYLOAD_START + off + len)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("colfile table \"%s\" references unwritten bytes in block %u",
+						RelationGetRelationName(rel), blk)));
+	return (const char *) page + COLFILE_PAYLOAD_START + off;
 }
 
 /* Copy len bytes at a logical offset out of the pages */
