@@ -160,6 +160,7 @@ typedef struct ColfileRowGroup
 	int64		data_length;
 	bytea	   *directory;		/* detoasted copy */
 	TransactionId xmin;
+	CommandId	cmin;			/* when xmin is this transaction's, else invalid */
 } ColfileRowGroup;
 
 /* Decoded chunk of one column */
@@ -207,6 +208,9 @@ extern int	colfile_zstd_min_gain;
 
 /* colfile_init.c */
 extern bool ColfileIsColfileRel(Relation rel);
+
+/* colfile_tableam.c */
+extern void ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin);
 
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);

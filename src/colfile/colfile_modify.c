@@ -19,6 +19,9 @@
  *	  walking the chain of a committed update passes our own deleted
  *	  versions and reports TM_SelfModified at a version made by our
  *	  command or a later one (heapam_tuple_lock's rule);
+ *	- a row inserted by our own command (or a later one): tuple_lock
+ *	  reports TM_Invisible with the row and its xmin in the slot, as heap,
+ *	  so ON CONFLICT DO UPDATE refuses to change it a second time;
  *	- otherwise insert our own record; it is visible at once to everybody
  *	  checking the row, and ends (for locks) or takes effect (for
  *	  deletions) with our transaction.
@@ -126,6 +129,31 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 	}
 done:
 	list_free_deep(states);
+	return result;
+}
+
+/*
+ * Did this transaction's command cid, or a later one, insert the row at
+ * tid? Heap's HeapTupleSatisfiesUpdate calls such a version invisible.
+ * Sets *xmin to the inserting (sub)transaction.
+ */
+static bool
+inserted_by_command(Relation rel, ItemPointer tid, CommandId cid,
+					TransactionId *xmin)
+{
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+	ColfileRowGroup rg;
+	bool		result;
+
+	result = ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(tid),
+								 SnapshotAny, &rg) &&
+		rg.nrows >= 0 && TransactionIdIsCurrentTransactionId(rg.xmin) &&
+		rg.cmin != InvalidCommandId && rg.cmin >= cid;
+	*xmin = result ? rg.xmin : InvalidTransactionId;
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
 	return result;
 }
 
@@ -292,10 +320,29 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	char		own_lock;
 	CommandId	chain_cid = InvalidCommandId;
 	TransactionId chain_xid = InvalidTransactionId;
+	TransactionId inserter;
 
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	tmfd->traversed = false;
+	ColfileSlotSetXmin(slot, InvalidTransactionId);
+
+	/*
+	 * A row our own command inserted, such as the first of two rows that
+	 * ON CONFLICT DO UPDATE proposes with the same key: TM_Invisible, as
+	 * heap, with the row and its xmin in the slot, from which the executor
+	 * tells "command cannot affect row a second time".
+	 */
+	if (inserted_by_command(rel, tid, cid, &inserter))
+	{
+		tmfd->ctid = *tid;
+		tmfd->xmax = InvalidTransactionId;
+		tmfd->cmax = InvalidCommandId;
+		if (ColfileFetchRow(rel, tid, SnapshotAny, slot))
+			ColfileSlotSetXmin(slot, inserter);
+		return TM_Invisible;
+	}
+
 	for (;;)
 	{
 		if (!lock_tid(rel, &cur, wait_policy))

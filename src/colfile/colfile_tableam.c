@@ -13,6 +13,7 @@
 #include "access/multixact.h"
 #include "storage/procarray.h"
 #include "access/relscan.h"
+#include "access/sysattr.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_am_d.h"
@@ -232,10 +233,60 @@ ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * Slots are virtual slots that can also report xmin for a row this
+ * transaction inserted in the command that is locking it: tuple_lock
+ * answers TM_Invisible for such a row, as heap does, and
+ * ExecOnConflictUpdate reads xmin to raise "cannot affect row a second
+ * time". Every other system column is refused as by a virtual slot.
+ */
+typedef struct ColfileSlot
+{
+	VirtualTupleTableSlot base;
+	TransactionId xmin;			/* set by tuple_lock only, else invalid */
+} ColfileSlot;
+
+static TupleTableSlotOps colfile_slot_ops;
+
+static void
+colfile_slot_clear(TupleTableSlot *slot)
+{
+	((ColfileSlot *) slot)->xmin = InvalidTransactionId;
+	TTSOpsVirtual.clear(slot);
+}
+
+static Datum
+colfile_slot_getsysattr(TupleTableSlot *slot, int attnum, bool *isnull)
+{
+	ColfileSlot *cs = (ColfileSlot *) slot;
+
+	if (attnum == MinTransactionIdAttributeNumber && TransactionIdIsValid(cs->xmin))
+	{
+		*isnull = false;
+		return TransactionIdGetDatum(cs->xmin);
+	}
+	return TTSOpsVirtual.getsysattr(slot, attnum, isnull);
+}
+
+/* Let a colfile slot report xmin for the row it holds (or stop: invalid) */
+void
+ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin)
+{
+	if (slot->tts_ops == &colfile_slot_ops)
+		((ColfileSlot *) slot)->xmin = xmin;
+}
+
 static const TupleTableSlotOps *
 colfile_slot_callbacks(Relation rel)
 {
-	return &TTSOpsVirtual;
+	if (colfile_slot_ops.getsysattr == NULL)
+	{
+		colfile_slot_ops = TTSOpsVirtual;
+		colfile_slot_ops.base_slot_size = sizeof(ColfileSlot);
+		colfile_slot_ops.clear = colfile_slot_clear;
+		colfile_slot_ops.getsysattr = colfile_slot_getsysattr;
+	}
+	return &colfile_slot_ops;
 }
 
 /* Read the row group list (and deletions) under the scan's snapshot */
