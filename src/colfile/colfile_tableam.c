@@ -672,7 +672,14 @@ colfile_tuple_fetch_row_version(Relation rel, ItemPointer tid,
 static bool
 colfile_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
 {
-	return ItemPointerIsValid(tid);
+	int64		next_tid_block;
+	int64		next_byte;
+
+	/* as heap's "below the relation's size": a TID block handed out */
+	if (!ItemPointerIsValid(tid))
+		return false;
+	ColfileReadMeta(scan->rs_rd, &next_tid_block, &next_byte);
+	return ItemPointerGetBlockNumber(tid) < next_tid_block;
 }
 
 /* Follow committed updates to the newest version */
