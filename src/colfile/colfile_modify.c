@@ -135,11 +135,9 @@ done:
 /*
  * Did this transaction's command cid, or a later one, insert the row at
  * tid? Heap's HeapTupleSatisfiesUpdate calls such a version invisible.
- * Sets *xmin to the inserting (sub)transaction.
  */
 static bool
-inserted_by_command(Relation rel, ItemPointer tid, CommandId cid,
-					TransactionId *xmin)
+inserted_by_command(Relation rel, ItemPointer tid, CommandId cid)
 {
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
 											  ALLOCSET_SMALL_SIZES);
@@ -151,7 +149,6 @@ inserted_by_command(Relation rel, ItemPointer tid, CommandId cid,
 								 SnapshotAny, &rg) &&
 		rg.nrows >= 0 && TransactionIdIsCurrentTransactionId(rg.xmin) &&
 		rg.cmin != InvalidCommandId && rg.cmin >= cid;
-	*xmin = result ? rg.xmin : InvalidTransactionId;
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
 	return result;
@@ -320,12 +317,10 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	char		own_lock;
 	CommandId	chain_cid = InvalidCommandId;
 	TransactionId chain_xid = InvalidTransactionId;
-	TransactionId inserter;
 
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	tmfd->traversed = false;
-	ColfileSlotSetXmin(slot, InvalidTransactionId);
 
 	/*
 	 * A row our own command inserted, such as the first of two rows that
@@ -333,13 +328,12 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	 * heap, with the row and its xmin in the slot, from which the executor
 	 * tells "command cannot affect row a second time".
 	 */
-	if (inserted_by_command(rel, tid, cid, &inserter))
+	if (inserted_by_command(rel, tid, cid))
 	{
 		tmfd->ctid = *tid;
 		tmfd->xmax = InvalidTransactionId;
 		tmfd->cmax = InvalidCommandId;
-		if (ColfileFetchRow(rel, tid, SnapshotAny, slot))
-			ColfileSlotSetXmin(slot, inserter);
+		ColfileFetchRow(rel, tid, SnapshotAny, slot);
 		return TM_Invisible;
 	}
 

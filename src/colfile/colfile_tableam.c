@@ -234,16 +234,17 @@ ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed)
 }
 
 /*
- * Slots are virtual slots that can also report xmin for a row this
- * transaction inserted in the command that is locking it: tuple_lock
- * answers TM_Invisible for such a row, as heap does, and
- * ExecOnConflictUpdate reads xmin to raise "cannot affect row a second
- * time". Every other system column is refused as by a virtual slot.
+ * Slots are virtual slots that also report xmin, the transaction that
+ * wrote the row's row group, for a row fetched by TID (fetch_row_version,
+ * tuple_lock): ON CONFLICT reads it to tell a row of its own transaction
+ * from a concurrent one ("command cannot affect row a second time", or a
+ * serialization failure under REPEATABLE READ). Rows from scans, and every
+ * other system column, are refused as by a virtual slot.
  */
 typedef struct ColfileSlot
 {
 	VirtualTupleTableSlot base;
-	TransactionId xmin;			/* set by tuple_lock only, else invalid */
+	TransactionId xmin;			/* set by ColfileFetchRow, else invalid */
 } ColfileSlot;
 
 static TupleTableSlotOps colfile_slot_ops;
@@ -253,6 +254,13 @@ colfile_slot_clear(TupleTableSlot *slot)
 {
 	((ColfileSlot *) slot)->xmin = InvalidTransactionId;
 	TTSOpsVirtual.clear(slot);
+}
+
+static void
+colfile_slot_copyslot(TupleTableSlot *dst, TupleTableSlot *src)
+{
+	((ColfileSlot *) dst)->xmin = InvalidTransactionId;
+	TTSOpsVirtual.copyslot(dst, src);
 }
 
 static Datum
@@ -285,6 +293,7 @@ colfile_slot_callbacks(Relation rel)
 		colfile_slot_ops.base_slot_size = sizeof(ColfileSlot);
 		colfile_slot_ops.clear = colfile_slot_clear;
 		colfile_slot_ops.getsysattr = colfile_slot_getsysattr;
+		colfile_slot_ops.copyslot = colfile_slot_copyslot;
 	}
 	return &colfile_slot_ops;
 }

@@ -44,3 +44,17 @@ DELETE FROM up USING jsrc WHERE up.i = jsrc.i;
 SELECT count(*) FROM up WHERE i = 2;
 SELECT * FROM mvinc.colfile_check('up');
 DROP TABLE up, msrc, jsrc;
+
+-- the same under REPEATABLE READ and SERIALIZABLE: the executor checks the
+-- conflicting row's xmin against the snapshot
+CREATE TABLE sc (f1 int PRIMARY KEY, f2 int) USING colfile;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+INSERT INTO sc VALUES (1, 1), (1, 2) ON CONFLICT DO NOTHING;
+INSERT INTO sc VALUES (2, 1), (2, 2) ON CONFLICT (f1) DO UPDATE SET f2 = 0;
+COMMIT;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+INSERT INTO sc VALUES (3, 1), (3, 2) ON CONFLICT DO NOTHING;
+INSERT INTO sc VALUES (1, 5) ON CONFLICT (f1) DO UPDATE SET f2 = excluded.f2;
+COMMIT;
+SELECT * FROM sc ORDER BY f1;
+DROP TABLE sc;
