@@ -61,7 +61,8 @@
 
 /* Row state kinds (mvinc.colfile_rowstate.kind) */
 #define ROWSTATE_DELETED	'd'		/* deleted by its inserter's transaction */
-#define ROWSTATE_UPDATED	'u'		/* deleted; new version at new_tid */
+#define ROWSTATE_UPDATED	'u'		/* deleted; new version at new_tid, or the
+								 * moved-partitions TID */
 #define ROWSTATE_KILLED		'k'		/* failed speculative insert: dead at once */
 #define ROWSTATE_LOCK_EXCL	'x'		/* FOR UPDATE / FOR NO KEY UPDATE */
 #define ROWSTATE_LOCK_SHARE 's'		/* FOR SHARE / FOR KEY SHARE */

@@ -267,7 +267,16 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 
 	if (r != TM_Ok)
 		return r;
-	ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
+	if (changingPart)
+	{
+		/* as heap: whoever finds the row moved gets an error, not nothing */
+		ItemPointerData moved;
+
+		ItemPointerSetMovedPartitions(&moved);
+		ColfileInsertRowState(rel, tid, ROWSTATE_UPDATED, &moved, cid);
+	}
+	else
+		ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
 	UnlockTuple(rel, tid, ExclusiveLock);
 	return TM_Ok;
 }
@@ -365,6 +374,7 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 		{
 			UnlockTuple(rel, &cur, ExclusiveLock);
 			if (!ItemPointerIsValid(&tmfd->ctid) ||
+				ItemPointerIndicatesMovedPartitions(&tmfd->ctid) ||
 				ItemPointerEquals(&tmfd->ctid, &cur))
 			{
 				tmfd->ctid = cur;
@@ -399,6 +409,10 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			!ItemPointerEquals(&tmfd->ctid, &cur))
 		{
 			UnlockTuple(rel, &cur, ExclusiveLock);
+			if (ItemPointerIndicatesMovedPartitions(&tmfd->ctid))
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("tuple to be locked was already moved to another partition due to concurrent update")));
 			cur = tmfd->ctid;
 			*tid = cur;			/* as heap: the caller's TID follows the chain */
 			tmfd->traversed = true;

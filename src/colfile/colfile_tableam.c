@@ -709,6 +709,7 @@ colfile_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 			ColfileRowState *rs = lfirst(lc);
 
 			if (rs->kind == ROWSTATE_UPDATED &&
+				!ItemPointerIndicatesMovedPartitions(&rs->new_tid) &&
 				(TransactionIdIsCurrentTransactionId(rs->xmin) ||
 				 (!TransactionIdIsInProgress(rs->xmin) && TransactionIdDidCommit(rs->xmin))))
 			{
