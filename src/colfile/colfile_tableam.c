@@ -860,9 +860,20 @@ colfile_relation_estimate_size(Relation rel, int32 *attr_widths,
 							   BlockNumber *pages, double *tuples,
 							   double *allvisfrac)
 {
+	TupleDesc	desc = RelationGetDescr(rel);
+	Size		overhead = 1;
+	int			i;
+
+	/*
+	 * Rows cost no bytes beyond their values, but a table without columns
+	 * (or with all dropped) needs some width: the helper divides by it.
+	 */
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			overhead = 0;
 	/* compressed columns: assume about three times heap's density */
 	table_block_relation_estimate_size(rel, attr_widths, pages, tuples,
-									   allvisfrac, 0,
+									   allvisfrac, overhead,
 									   COLFILE_PAYLOAD_PER_PAGE * 3);
 	*allvisfrac = 0;
 }
