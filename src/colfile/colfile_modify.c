@@ -34,6 +34,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "pgstat.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
@@ -278,6 +279,7 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	else
 		ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
 	UnlockTuple(rel, tid, ExclusiveLock);
+	pgstat_count_heap_delete(rel);
 	return TM_Ok;
 }
 
@@ -308,6 +310,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 	}
 	PG_END_TRY();
 	*update_indexes = true;
+	pgstat_count_heap_update(rel, false);
 	return TM_Ok;
 }
 

@@ -20,6 +20,7 @@
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
@@ -362,6 +363,9 @@ colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 								   ALLOCSET_DEFAULT_SIZES);
 	s->gi = -1;
 	s->pos = -1;
+	/* statistics, as heap counts them (seq_scan, seq_tup_read) */
+	if (flags & SO_TYPE_SEQSCAN)
+		pgstat_count_heap_scan(rel);
 	if (pscan != NULL)
 		ColfileScanSetNeeded(&s->base, ColfileParallelNeeded(RelationGetRelid(rel)));
 	return (TableScanDesc) s;
@@ -390,6 +394,8 @@ colfile_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
 	s->gi = -1;
 	s->pos = -1;
 	s->cur_gi = -1;
+	if (s->base.rs_flags & SO_TYPE_SEQSCAN)
+		pgstat_count_heap_scan(s->base.rs_rd);
 	ColfileFreeGroup(s->prev);
 	ColfileFreeGroup(s->cur);
 	s->prev = s->cur = NULL;
@@ -538,6 +544,7 @@ colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 		}
 	}
 	ColfileFillSlot(s->base.rs_rd, s->cur, s->pos, slot, s->proj);
+	pgstat_count_heap_getnext(s->base.rs_rd);
 	return true;
 }
 
@@ -749,6 +756,7 @@ colfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 {
 	ColfileBufferInsert(rel, slot, cid);
 	ColfileInsertCallDone(rel);
+	pgstat_count_heap_insert(rel, 1);
 }
 
 static void
@@ -759,6 +767,7 @@ colfile_tuple_insert_speculative(Relation rel, TupleTableSlot *slot,
 {
 	ColfileBufferInsert(rel, slot, cid);
 	ColfileFlushRel(rel);
+	pgstat_count_heap_insert(rel, 1);
 }
 
 static void
@@ -766,7 +775,10 @@ colfile_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 								   uint32 specToken, bool succeeded)
 {
 	if (!succeeded)
+	{
 		colfile_kill_row(rel, &slot->tts_tid);
+		pgstat_count_heap_delete(rel);	/* as heap: the insert was counted */
+	}
 }
 
 static void
@@ -778,6 +790,7 @@ colfile_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	for (i = 0; i < nslots; i++)
 		ColfileBufferInsert(rel, slots[i], cid);
 	ColfileInsertCallDone(rel);
+	pgstat_count_heap_insert(rel, nslots);
 }
 
 static void
