@@ -27,10 +27,13 @@
  * transaction snapshot, so SSI's predicate locks and conflict checks on
  * them see every row group and deletion (coarser than heap, never weaker).
  *
- * Not supported (refused with an error): temporary and unlogged tables,
- * TABLESAMPLE, CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
+ * Not supported (refused with an error): unlogged tables, TABLESAMPLE,
+ * CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
  * Planned away: bitmap scans, TID range scans. Known differences from heap:
- * a non-key UPDATE waits for FOR KEY SHARE lockers; VACUUM FULL, CLUSTER
+ * a non-key UPDATE waits for FOR KEY SHARE lockers; no TOAST table; no
+ * speculative insertion tokens (ON CONFLICT waits for the inserting
+ * transaction); scans give no xmin, xmax, cmin or cmax (fetches by TID give
+ * xmin, the transaction that wrote the row group); VACUUM FULL, CLUSTER
  * and TRUNCATE are not MVCC-safe for older snapshots; space of dropped row
  * groups is reused only after VACUUM FULL.
  *-------------------------------------------------------------------------
