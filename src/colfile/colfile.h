@@ -32,10 +32,13 @@
  * transaction snapshot, so SSI's predicate locks and conflict checks on
  * them see every row group and deletion (coarser than heap, never weaker).
  *
- * Not supported (refused with an error): temporary and unlogged tables,
- * TABLESAMPLE, CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
+ * Not supported (refused with an error): unlogged tables, TABLESAMPLE,
+ * CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
  * Planned away: bitmap scans, TID range scans. Known differences from heap:
- * a non-key UPDATE waits for FOR KEY SHARE lockers; VACUUM FULL, CLUSTER
+ * a non-key UPDATE waits for FOR KEY SHARE lockers; no TOAST table; no
+ * speculative insertion tokens (ON CONFLICT waits for the inserting
+ * transaction); scans give no xmin, xmax, cmin or cmax (fetches by TID give
+ * xmin, the transaction that wrote the row group); VACUUM FULL, CLUSTER
  * and TRUNCATE are not MVCC-safe for older snapshots; space of dropped row
  * groups is reused only after VACUUM FULL.
  *-------------------------------------------------------------------------
@@ -66,7 +69,8 @@
 
 /* Row state kinds (mvinc.colfile_rowstate.kind) */
 #define ROWSTATE_DELETED	'd'		/* deleted by its inserter's transaction */
-#define ROWSTATE_UPDATED	'u'		/* deleted; new version at new_tid */
+#define ROWSTATE_UPDATED	'u'		/* deleted; new version at new_tid, or the
+								 * moved-partitions TID */
 #define ROWSTATE_KILLED		'k'		/* failed speculative insert: dead at once */
 #define ROWSTATE_LOCK_EXCL	'x'		/* FOR UPDATE / FOR NO KEY UPDATE */
 #define ROWSTATE_LOCK_SHARE 's'		/* FOR SHARE / FOR KEY SHARE */
@@ -165,6 +169,7 @@ typedef struct ColfileRowGroup
 	int64		data_length;
 	bytea	   *directory;		/* detoasted copy */
 	TransactionId xmin;
+	CommandId	cmin;			/* when xmin is this transaction's, else invalid */
 } ColfileRowGroup;
 
 /* Decoded chunk of one column */
@@ -212,6 +217,9 @@ extern int	colfile_zstd_min_gain;
 
 /* colfile_init.c */
 extern bool ColfileIsColfileRel(Relation rel);
+
+/* colfile_tableam.c */
+extern void ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin);
 
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);

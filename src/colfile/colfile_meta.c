@@ -298,6 +298,8 @@ rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
 	rg->data_offset = DatumGetInt64(values[4]);
 	rg->data_length = DatumGetInt64(values[5]);
 	rg->xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	rg->cmin = TransactionIdIsCurrentTransactionId(rg->xmin) ?
+		HeapTupleHeaderGetCmin(tup->t_data) : InvalidCommandId;
 	{
 		DirCacheKey key;
 

@@ -19,6 +19,9 @@
  *	  walking the chain of a committed update passes our own deleted
  *	  versions and reports TM_SelfModified at a version made by our
  *	  command or a later one (heapam_tuple_lock's rule);
+ *	- a row inserted by our own command (or a later one): tuple_lock
+ *	  reports TM_Invisible with the row and its xmin in the slot, as heap,
+ *	  so ON CONFLICT DO UPDATE refuses to change it a second time;
  *	- otherwise insert our own record; it is visible at once to everybody
  *	  checking the row, and ends (for locks) or takes effect (for
  *	  deletions) with our transaction.
@@ -31,6 +34,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "pgstat.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
@@ -126,6 +130,28 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 	}
 done:
 	list_free_deep(states);
+	return result;
+}
+
+/*
+ * Did this transaction's command cid, or a later one, insert the row at
+ * tid? Heap's HeapTupleSatisfiesUpdate calls such a version invisible.
+ */
+static bool
+inserted_by_command(Relation rel, ItemPointer tid, CommandId cid)
+{
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+	ColfileRowGroup rg;
+	bool		result;
+
+	result = ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(tid),
+								 SnapshotAny, &rg) &&
+		rg.nrows >= 0 && TransactionIdIsCurrentTransactionId(rg.xmin) &&
+		rg.cmin != InvalidCommandId && rg.cmin >= cid;
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
 	return result;
 }
 
@@ -242,8 +268,18 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 
 	if (r != TM_Ok)
 		return r;
-	ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
+	if (changingPart)
+	{
+		/* as heap: whoever finds the row moved gets an error, not nothing */
+		ItemPointerData moved;
+
+		ItemPointerSetMovedPartitions(&moved);
+		ColfileInsertRowState(rel, tid, ROWSTATE_UPDATED, &moved, cid);
+	}
+	else
+		ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
 	UnlockTuple(rel, tid, ExclusiveLock);
+	pgstat_count_heap_delete(rel);
 	return TM_Ok;
 }
 
@@ -274,6 +310,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 	}
 	PG_END_TRY();
 	*update_indexes = true;
+	pgstat_count_heap_update(rel, false);
 	return TM_Ok;
 }
 
@@ -296,6 +333,22 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	tmfd->traversed = false;
+
+	/*
+	 * A row our own command inserted, such as the first of two rows that
+	 * ON CONFLICT DO UPDATE proposes with the same key: TM_Invisible, as
+	 * heap, with the row and its xmin in the slot, from which the executor
+	 * tells "command cannot affect row a second time".
+	 */
+	if (inserted_by_command(rel, tid, cid))
+	{
+		tmfd->ctid = *tid;
+		tmfd->xmax = InvalidTransactionId;
+		tmfd->cmax = InvalidCommandId;
+		ColfileFetchRow(rel, tid, SnapshotAny, slot);
+		return TM_Invisible;
+	}
+
 	for (;;)
 	{
 		if (!lock_tid(rel, &cur, wait_policy))
@@ -324,6 +377,7 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 		{
 			UnlockTuple(rel, &cur, ExclusiveLock);
 			if (!ItemPointerIsValid(&tmfd->ctid) ||
+				ItemPointerIndicatesMovedPartitions(&tmfd->ctid) ||
 				ItemPointerEquals(&tmfd->ctid, &cur))
 			{
 				tmfd->ctid = cur;
@@ -358,6 +412,10 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			!ItemPointerEquals(&tmfd->ctid, &cur))
 		{
 			UnlockTuple(rel, &cur, ExclusiveLock);
+			if (ItemPointerIndicatesMovedPartitions(&tmfd->ctid))
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("tuple to be locked was already moved to another partition due to concurrent update")));
 			cur = tmfd->ctid;
 			*tid = cur;			/* as heap: the caller's TID follows the chain */
 			tmfd->traversed = true;

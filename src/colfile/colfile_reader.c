@@ -377,6 +377,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 		ColfileFillSlot(rel, fetch_cache, ColfilePosFor(rg.first_block, tid), slot, NULL);
 		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);
+		ColfileSlotSetXmin(slot, rg.xmin);
 		found = true;
 	}
 	MemoryContextSwitchTo(old);

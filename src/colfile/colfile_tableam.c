@@ -13,12 +13,14 @@
 #include "access/multixact.h"
 #include "storage/procarray.h"
 #include "access/relscan.h"
+#include "access/sysattr.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
@@ -232,10 +234,69 @@ ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * Slots are virtual slots that also report xmin, the transaction that
+ * wrote the row's row group, for a row fetched by TID (fetch_row_version,
+ * tuple_lock): ON CONFLICT reads it to tell a row of its own transaction
+ * from a concurrent one ("command cannot affect row a second time", or a
+ * serialization failure under REPEATABLE READ). Rows from scans, and every
+ * other system column, are refused as by a virtual slot.
+ */
+typedef struct ColfileSlot
+{
+	VirtualTupleTableSlot base;
+	TransactionId xmin;			/* set by ColfileFetchRow, else invalid */
+} ColfileSlot;
+
+static TupleTableSlotOps colfile_slot_ops;
+
+static void
+colfile_slot_clear(TupleTableSlot *slot)
+{
+	((ColfileSlot *) slot)->xmin = InvalidTransactionId;
+	TTSOpsVirtual.clear(slot);
+}
+
+static void
+colfile_slot_copyslot(TupleTableSlot *dst, TupleTableSlot *src)
+{
+	((ColfileSlot *) dst)->xmin = InvalidTransactionId;
+	TTSOpsVirtual.copyslot(dst, src);
+}
+
+static Datum
+colfile_slot_getsysattr(TupleTableSlot *slot, int attnum, bool *isnull)
+{
+	ColfileSlot *cs = (ColfileSlot *) slot;
+
+	if (attnum == MinTransactionIdAttributeNumber && TransactionIdIsValid(cs->xmin))
+	{
+		*isnull = false;
+		return TransactionIdGetDatum(cs->xmin);
+	}
+	return TTSOpsVirtual.getsysattr(slot, attnum, isnull);
+}
+
+/* Let a colfile slot report xmin for the row it holds (or stop: invalid) */
+void
+ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin)
+{
+	if (slot->tts_ops == &colfile_slot_ops)
+		((ColfileSlot *) slot)->xmin = xmin;
+}
+
 static const TupleTableSlotOps *
 colfile_slot_callbacks(Relation rel)
 {
-	return &TTSOpsVirtual;
+	if (colfile_slot_ops.getsysattr == NULL)
+	{
+		colfile_slot_ops = TTSOpsVirtual;
+		colfile_slot_ops.base_slot_size = sizeof(ColfileSlot);
+		colfile_slot_ops.clear = colfile_slot_clear;
+		colfile_slot_ops.getsysattr = colfile_slot_getsysattr;
+		colfile_slot_ops.copyslot = colfile_slot_copyslot;
+	}
+	return &colfile_slot_ops;
 }
 
 /* Read the row group list (and deletions) under the scan's snapshot */
@@ -302,6 +363,9 @@ colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 								   ALLOCSET_DEFAULT_SIZES);
 	s->gi = -1;
 	s->pos = -1;
+	/* statistics, as heap counts them (seq_scan, seq_tup_read) */
+	if (flags & SO_TYPE_SEQSCAN)
+		pgstat_count_heap_scan(rel);
 	if (pscan != NULL)
 		ColfileScanSetNeeded(&s->base, ColfileParallelNeeded(RelationGetRelid(rel)));
 	return (TableScanDesc) s;
@@ -330,6 +394,8 @@ colfile_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
 	s->gi = -1;
 	s->pos = -1;
 	s->cur_gi = -1;
+	if (s->base.rs_flags & SO_TYPE_SEQSCAN)
+		pgstat_count_heap_scan(s->base.rs_rd);
 	ColfileFreeGroup(s->prev);
 	ColfileFreeGroup(s->cur);
 	s->prev = s->cur = NULL;
@@ -478,6 +544,7 @@ colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 		}
 	}
 	ColfileFillSlot(s->base.rs_rd, s->cur, s->pos, slot, s->proj);
+	pgstat_count_heap_getnext(s->base.rs_rd);
 	return true;
 }
 
@@ -621,7 +688,14 @@ colfile_tuple_fetch_row_version(Relation rel, ItemPointer tid,
 static bool
 colfile_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
 {
-	return ItemPointerIsValid(tid);
+	int64		next_tid_block;
+	int64		next_byte;
+
+	/* as heap's "below the relation's size": a TID block handed out */
+	if (!ItemPointerIsValid(tid))
+		return false;
+	ColfileReadMeta(scan->rs_rd, &next_tid_block, &next_byte);
+	return ItemPointerGetBlockNumber(tid) < next_tid_block;
 }
 
 /* Follow committed updates to the newest version */
@@ -642,6 +716,7 @@ colfile_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 			ColfileRowState *rs = lfirst(lc);
 
 			if (rs->kind == ROWSTATE_UPDATED &&
+				!ItemPointerIndicatesMovedPartitions(&rs->new_tid) &&
 				(TransactionIdIsCurrentTransactionId(rs->xmin) ||
 				 (!TransactionIdIsInProgress(rs->xmin) && TransactionIdDidCommit(rs->xmin))))
 			{
@@ -681,6 +756,7 @@ colfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 {
 	ColfileBufferInsert(rel, slot, cid);
 	ColfileInsertCallDone(rel);
+	pgstat_count_heap_insert(rel, 1);
 }
 
 static void
@@ -691,6 +767,7 @@ colfile_tuple_insert_speculative(Relation rel, TupleTableSlot *slot,
 {
 	ColfileBufferInsert(rel, slot, cid);
 	ColfileFlushRel(rel);
+	pgstat_count_heap_insert(rel, 1);
 }
 
 static void
@@ -698,7 +775,10 @@ colfile_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 								   uint32 specToken, bool succeeded)
 {
 	if (!succeeded)
+	{
 		colfile_kill_row(rel, &slot->tts_tid);
+		pgstat_count_heap_delete(rel);	/* as heap: the insert was counted */
+	}
 }
 
 static void
@@ -710,6 +790,7 @@ colfile_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	for (i = 0; i < nslots; i++)
 		ColfileBufferInsert(rel, slots[i], cid);
 	ColfileInsertCallDone(rel);
+	pgstat_count_heap_insert(rel, nslots);
 }
 
 static void
@@ -727,12 +808,19 @@ colfile_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 {
 	SMgrRelation srel;
 
-	if (persistence != RELPERSISTENCE_PERMANENT)
+	/*
+	 * A temporary table's pages live in local buffers and are not
+	 * WAL-logged (generic WAL skips relations that need none); its metadata
+	 * rows are ordinary rows of the permanent metadata tables, removed with
+	 * the table.  An unlogged table's pages would be reset by crash
+	 * recovery while its metadata survived, so it is refused.
+	 */
+	if (persistence == RELPERSISTENCE_UNLOGGED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("colfile tables must be permanent"),
-				 errdetail("Temporary and unlogged colfile tables are not supported: their metadata is kept in permanent heap tables."),
-				 errhint("Create the table without TEMPORARY or UNLOGGED, or with USING heap.")));
+				 errmsg("colfile tables cannot be unlogged"),
+				 errdetail("Crash recovery would empty an unlogged colfile table's pages but not its metadata, which is kept in permanent heap tables."),
+				 errhint("Create the table without UNLOGGED, or with USING heap.")));
 
 	/* rows buffered for the old storage are written there first */
 	ColfileFlushRel(rel);
@@ -785,9 +873,20 @@ colfile_relation_estimate_size(Relation rel, int32 *attr_widths,
 							   BlockNumber *pages, double *tuples,
 							   double *allvisfrac)
 {
+	TupleDesc	desc = RelationGetDescr(rel);
+	Size		overhead = 1;
+	int			i;
+
+	/*
+	 * Rows cost no bytes beyond their values, but a table without columns
+	 * (or with all dropped) needs some width: the helper divides by it.
+	 */
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			overhead = 0;
 	/* compressed columns: assume about three times heap's density */
 	table_block_relation_estimate_size(rel, attr_widths, pages, tuples,
-									   allvisfrac, 0,
+									   allvisfrac, overhead,
 									   COLFILE_PAYLOAD_PER_PAGE * 3);
 	*allvisfrac = 0;
 }

@@ -238,8 +238,13 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 			b->values[a][pos] = (Datum) 0;
 			continue;
 		}
-		if (att->attlen == -1 && VARATT_IS_EXTENDED(DatumGetPointer(v)) &&
-			!VARATT_IS_SHORT(DatumGetPointer(v)))
+		/*
+		 * Store values, never references: a TOAST pointer (on disk,
+		 * indirect or expanded, all "short" headers) or a compressed
+		 * value is detoasted. Only inline short values are kept as is.
+		 */
+		if (att->attlen == -1 && (VARATT_IS_EXTERNAL(DatumGetPointer(v)) ||
+								  VARATT_IS_COMPRESSED(DatumGetPointer(v))))
 			v = PointerGetDatum(detoast_attr((struct varlena *) DatumGetPointer(v)));
 		else
 			v = datumCopy(v, att->attbyval, att->attlen);

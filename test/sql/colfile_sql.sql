@@ -133,8 +133,7 @@ BEGIN;
 DECLARE c2 SCROLL CURSOR FOR SELECT a FROM (VALUES (1)) v(a), (SELECT id FROM parent WHERE id < 55) p;
 FETCH LAST FROM c2;
 COMMIT;
--- refusals
-CREATE TEMP TABLE tt (a int) USING colfile;
+-- refusals (temporary tables: colfile_temp)
 CREATE UNLOGGED TABLE ut (a int) USING colfile;
 SELECT * FROM parent TABLESAMPLE SYSTEM (10);
 CREATE INDEX CONCURRENTLY parent_amount ON parent (amount);
