@@ -321,31 +321,76 @@ publish_progress(XLogRecPtr captured)
 	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
 }
 
-/* Write the buffered changes up to position upto, then confirm the slot */
+/*
+ * A batch committed asynchronously whose commit record may not be flushed
+ * yet: the slot is confirmed up to pending_upto once WAL is flushed up to
+ * pending_commit_end (never before: a crash would lose the batch while
+ * the slot skipped its changes).
+ */
+static XLogRecPtr pending_commit_end = InvalidXLogRecPtr;
+static XLogRecPtr pending_upto = InvalidXLogRecPtr;
+
+/* Confirm the slot up to a position whose batch is durable */
 static void
-apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
+confirm_slot(XLogRecPtr upto)
 {
-	if (MvincCaptureBufferedRows > 0 || tuplestore_tuple_count(MvincCaptureBuffer) > 0)
-	{
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		MvincWriterApplyBuffer(*applied, upto);
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		/*
-		 * The slot must never be ahead of a lost commit.  (Not the insert
-		 * position: just after a page header it lies past any record, and
-		 * XLogFlush refuses to flush WAL not yet written.)
-		 */
-		XLogFlush(XactLastCommitEnd);
-		tuplestore_clear(MvincCaptureBuffer);
-		MvincCaptureBufferedRows = 0;
-		*applied = upto;
-	}
 	if (upto > MyReplicationSlot->data.confirmed_flush)
 	{
 		LogicalConfirmReceivedLocation(upto);
 		MvincHorizonAdvance(false);
+	}
+}
+
+/* Confirm the pending batch if its commit is flushed (with force: flush it) */
+static void
+confirm_pending(bool force)
+{
+	if (XLogRecPtrIsInvalid(pending_commit_end))
+		return;
+	if (force)
+		XLogFlush(pending_commit_end);
+	else if (GetFlushRecPtr(NULL) < pending_commit_end)
+		return;
+	confirm_slot(pending_upto);
+	pending_commit_end = InvalidXLogRecPtr;
+	pending_upto = InvalidXLogRecPtr;
+}
+
+/*
+ * Write the buffered changes up to position upto and publish them; the
+ * slot follows once they are durable.  The batch commits asynchronously:
+ * writers' commits and the WAL writer flush it soon enough, and a flush of
+ * our own per batch would add a WAL flush (an fsync) every few
+ * milliseconds to the writers' own.
+ */
+static void
+apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
+{
+	confirm_pending(false);
+	if (MvincCaptureBufferedRows > 0 || tuplestore_tuple_count(MvincCaptureBuffer) > 0)
+	{
+		int			save_synchronous_commit = synchronous_commit;
+
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MvincWriterApplyBuffer(*applied, upto);
+		PopActiveSnapshot();
+		synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
+		CommitTransactionCommand();
+		synchronous_commit = save_synchronous_commit;
+		tuplestore_clear(MvincCaptureBuffer);
+		MvincCaptureBufferedRows = 0;
+		*applied = upto;
+		/* its commit record, not the insert position (that can lie past it) */
+		pending_commit_end = Max(pending_commit_end, XactLastCommitEnd);
+	}
+	if (XLogRecPtrIsInvalid(pending_commit_end))
+		confirm_slot(upto);
+	else
+	{
+		/* nothing after the pending batch needs anything but that batch */
+		pending_upto = upto;
+		confirm_pending(false);
 	}
 	publish_progress(upto);
 }
@@ -360,6 +405,7 @@ capture_loop(void)
 	XLogRecPtr	applied;
 	TimestampTz batch_start = 0;
 	uint32		records_read = 0;
+	bool		decoded_since_nap = false;
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
 	bool		created;
@@ -460,6 +506,7 @@ capture_loop(void)
 				elog(ERROR, "could not read WAL: %s", errm);
 			if (record != NULL)
 				LogicalDecodingProcessRecord(ctx, ctx->reader);
+			decoded_since_nap = true;
 
 			if (MvincCaptureBufferedRows > 0 && batch_start == 0)
 				batch_start = GetCurrentTimestamp();
@@ -523,9 +570,20 @@ capture_loop(void)
 			MvincRetentionPass();
 		}
 
+		/*
+		 * While WAL keeps coming, come back after one gathering window, not
+		 * the whole naptime: the work then comes in small slices, where one
+		 * long burst of decoding and writing would hold a CPU that writers
+		 * wait for on a small machine.  When idle, make the last batch
+		 * durable (nobody else may flush WAL) and sleep the naptime.
+		 */
+		if (!decoded_since_nap)
+			confirm_pending(true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 mvinc_capture_naptime_ms, PG_WAIT_EXTENSION);
+						 decoded_since_nap ? BATCH_GATHER_MS : mvinc_capture_naptime_ms,
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		decoded_since_nap = false;
 	}
 }
 
