@@ -962,6 +962,35 @@ dict_entry(Form_pg_attribute att, const DictLayout *l, uint32 i, bool copy,
 }
 
 /*
+ * The header and packed values of a for, decimal or numeric block of n
+ * rows, checked against the block's length and the column's type; NULL
+ * when malformed.
+ */
+static const char *
+for_layout(Form_pg_attribute att, int encoding, const char *raw,
+		   uint32 raw_len, int n, bool hasnulls, ForHeader *h)
+{
+	const char *p = enc_header(raw, raw_len, n, hasnulls, sizeof(ForHeader));
+	const char *packed;
+
+	if (p == NULL)
+		return NULL;
+	memcpy(h, p, sizeof(ForHeader));
+	packed = p + sizeof(ForHeader);
+	if (h->bits > 64 || (packed - raw) + packed_size(n, h->bits) > raw_len)
+		return NULL;
+	switch (encoding)
+	{
+		case BLOCK_FOR:
+			return att->attbyval ? packed : NULL;
+		case BLOCK_DECIMAL:
+			return h->scale <= DECIMAL_MAX_SCALE && att->attbyval ? packed : NULL;
+		default:
+			return h->scale <= SCALED_NUMERIC_MAX_SCALE && att->attlen == -1 ? packed : NULL;
+	}
+}
+
+/*
  * Decode all n rows of an encoded block. By-reference values point into
  * raw or are allocated in the current memory context. False when the
  * block is malformed.
@@ -984,20 +1013,14 @@ ColfileDecodeEncoded(Form_pg_attribute att, int encoding, const char *raw,
 		case BLOCK_DECIMAL:
 		case BLOCK_NUMERIC:
 			{
-				const char *p = enc_header(raw, raw_len, n, hasnulls, sizeof(ForHeader));
 				ForHeader	h;
-				const char *packed;
+				const char *packed = for_layout(att, encoding, raw, raw_len, n,
+												hasnulls, &h);
 
-				if (p == NULL)
-					return false;
-				memcpy(&h, p, sizeof(ForHeader));
-				packed = p + sizeof(ForHeader);
-				if (h.bits > 64 || (packed - raw) + packed_size(n, h.bits) > raw_len)
+				if (packed == NULL)
 					return false;
 				if (encoding == BLOCK_FOR)
 				{
-					if (!att->attbyval)
-						return false;
 					if (att->attlen == 8)
 						for (r = 0; r < n; r++)
 							values[r] = Int64GetDatum(for_value(&h, packed, r));
@@ -1007,8 +1030,6 @@ ColfileDecodeEncoded(Form_pg_attribute att, int encoding, const char *raw,
 				}
 				else if (encoding == BLOCK_DECIMAL)
 				{
-					if (h.scale > DECIMAL_MAX_SCALE || !att->attbyval)
-						return false;
 					if (att->attlen == 4)
 						for (r = 0; r < n; r++)
 							values[r] = Float4GetDatum(decimal_float4(for_value(&h, packed, r), h.scale));
@@ -1018,8 +1039,6 @@ ColfileDecodeEncoded(Form_pg_attribute att, int encoding, const char *raw,
 				}
 				else
 				{
-					if (h.scale > SCALED_NUMERIC_MAX_SCALE || att->attlen != -1)
-						return false;
 					for (r = 0; r < n; r++)
 						values[r] = isnull[r] ? (Datum) 0 :
 							numeric_from_scaled(for_value(&h, packed, r), h.scale);
@@ -1090,38 +1109,22 @@ ColfileDecodeEncodedValue(Form_pg_attribute att, int encoding, const char *raw,
 		case BLOCK_DECIMAL:
 		case BLOCK_NUMERIC:
 			{
-				const char *p = enc_header(raw, raw_len, n, hasnulls, sizeof(ForHeader));
 				ForHeader	h;
-				const char *packed;
+				const char *packed = for_layout(att, encoding, raw, raw_len, n,
+												hasnulls, &h);
 				int64		k;
 
-				if (p == NULL)
-					return false;
-				memcpy(&h, p, sizeof(ForHeader));
-				packed = p + sizeof(ForHeader);
-				if (h.bits > 64 || (packed - raw) + packed_size(n, h.bits) > raw_len)
+				if (packed == NULL)
 					return false;
 				k = for_value(&h, packed, r);
 				if (encoding == BLOCK_FOR)
-				{
-					if (!att->attbyval)
-						return false;
 					*value = int_to_byval(k, att->attlen);
-				}
 				else if (encoding == BLOCK_DECIMAL)
-				{
-					if (h.scale > DECIMAL_MAX_SCALE || !att->attbyval)
-						return false;
 					*value = att->attlen == 4 ?
 						Float4GetDatum(decimal_float4(k, h.scale)) :
 						Float8GetDatum(decimal_float8(k, h.scale));
-				}
 				else
-				{
-					if (h.scale > SCALED_NUMERIC_MAX_SCALE || att->attlen != -1)
-						return false;
 					*value = numeric_from_scaled(k, h.scale);
-				}
 				return true;
 			}
 		case BLOCK_DICT:
