@@ -21,6 +21,7 @@ CREATE TABLE mvinc.mv_view (
     populated           boolean NOT NULL DEFAULT false,
     checkpoint_snapshot pg_snapshot,        -- source snapshot the storage reflects
     checkpoint_lsn      pg_lsn,             -- change-log rows of invisible xacts are > this
+    append_rows         bigint NOT NULL DEFAULT 0,  -- state rows in <storage_name>_append
     last_refresh        timestamptz,
     last_mode           text
 );
@@ -53,11 +54,19 @@ CREATE FUNCTION mvinc.read_path(view regclass) RETURNS text
     LANGUAGE c STRICT STABLE
     AS 'MODULE_PATHNAME', 'mvinc_read_path';
 
--- Used by the read redirection: is the storage of the view fresh for the
--- current statement?  Stable, so it is evaluated once per execution.
-CREATE FUNCTION mvinc._fresh(view oid) RETURNS boolean
+-- Used by the read redirection: which branch answers the current
+-- statement ('fresh': the storage; 'merge': the storage merged with its
+-- appended state rows; 'live': the query).  Stable, so it is evaluated
+-- once per execution.
+CREATE FUNCTION mvinc._read_branch(view oid) RETURNS text
     LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
-    AS 'MODULE_PATHNAME', 'mvinc_fresh';
+    AS 'MODULE_PATHNAME', 'mvinc_read_branch';
+
+-- Fold the state rows that append refreshes added beside the storage of
+-- an aggregate view into its one row per group; returns the rows folded.
+CREATE FUNCTION mvinc.compact(view regclass) RETURNS bigint
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_compact';
 
 CREATE FUNCTION mvinc._pending_changes(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
@@ -72,6 +81,7 @@ CREATE VIEW mvinc.views AS
            mvinc._pending_changes(v.view) AS pending_changes,
            v.last_refresh, v.last_mode AS last_refresh_mode,
            mvinc._storage_rows(v.view) AS storage_rows,
+           v.append_rows,
            v.populated
       FROM mvinc.mv_view v;
 -- like pg_matviews: everyone may list the views

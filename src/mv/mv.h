@@ -75,6 +75,8 @@ typedef struct MvCatalog
 	int32		built_generation;
 	char	   *checkpoint_snapshot;	/* pg_snapshot text or NULL */
 	XLogRecPtr	checkpoint_lsn;
+	Oid			append_oid;		/* its append table, or InvalidOid */
+	int64		append_rows;	/* state rows in the append table */
 } MvCatalog;
 
 /* Result of one refresh */
@@ -118,7 +120,9 @@ extern bool MvIsSource(Oid relid);
 extern void MvCatalogInsert(Oid viewid, MvDef *def, const char *definition,
 							const char *cluster_by);
 extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
-								   const char *mode, bool populated);
+								   const char *mode, bool populated, int64 append_rows);
+extern void MvCatalogSetAppendRows(Oid viewid, int64 append_rows);
+extern char *MvAppendTableName(const char *storage_name);
 extern Oid	MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by);
 extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name);
 extern void MvForgetView(Oid viewid, Oid sourceid);
@@ -153,13 +157,30 @@ extern bool MvXactModified(Oid relid);
 extern void MvRefreshInit(void);
 extern void MvNoteSourceWrite(Oid relid);
 extern bool MvHasOwnChanges(void);
+extern char *MvColumnListSql(MvDef *def, int role, const char *prefix);
+extern char *MvKeyEqSql(MvDef *def, const char *lalias, bool lexprs, const char *ralias);
+extern void MvMergeIntoStorage(MvDef *def, Oid storage_oid, const char *select_sql);
 extern char *MvSourceName(Oid relid);
 
 /* mv_merge.c */
 extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 
+/* mv_append.c */
+extern double mvinc_compact_fraction;
+extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid);
+extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
+extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql);
+extern int64 MvCompact(Oid viewid);
+
 /* mv_read.c */
 extern void MvReadInit(void);
+typedef enum MvReadBranch
+{
+	MV_READ_LIVE,				/* the view's query over the source */
+	MV_READ_FRESH,				/* the storage */
+	MV_READ_MERGE				/* the storage merged with its append table */
+} MvReadBranch;
+extern MvReadBranch MvGetReadBranch(Oid viewid);
 extern bool MvIsFresh(Oid viewid);
 
 /* mv_utility.c */

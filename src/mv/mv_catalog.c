@@ -6,7 +6,9 @@
  *	  transaction, so a failed DDL leaves nothing behind.
  *
  *	  A storage table mvinc.mv_<viewoid> is a member of the extension (so
- *	  pg_dump skips it and nobody can drop it by hand); the view itself
+ *	  pg_dump skips it and nobody can drop it by hand), and so is the append
+ *	  table mvinc.mv_<viewoid>_append of an aggregate view with GROUP BY
+ *	  (state rows that append refreshes add, see mv_append.c); the view itself
  *	  depends on the extension, so DROP EXTENSION needs CASCADE and then
  *	  takes the views along.  DROP of a view reaches the sql_drop event
  *	  trigger, which drops the storage and forgets the catalog rows.
@@ -85,7 +87,7 @@ MvCatalogLookup(Oid viewid, int how)
 	MvSpiConnect();
 	if (spi_oid_query("SELECT source::oid, kind, storage_name::text, storage_oid, populated, "
 					  "source_generation, coalesce(built_generation, -1), "
-					  "checkpoint_snapshot::text, checkpoint_lsn "
+					  "checkpoint_snapshot::text, checkpoint_lsn, append_rows "
 					  "FROM mvinc.mv_view WHERE view = $1::regclass",
 					  viewid, how) > 0)
 	{
@@ -109,8 +111,12 @@ MvCatalogLookup(Oid viewid, int how)
 		cat->checkpoint_snapshot = SPI_getvalue(tup, desc, 8);
 		d = SPI_getbinval(tup, desc, 9, &isnull);
 		cat->checkpoint_lsn = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
+		cat->append_rows = DatumGetInt64(SPI_getbinval(tup, desc, 10, &isnull));
 		if (!storage_exists(cat->storage_oid, cat->storage_name))
 			cat->storage_oid = InvalidOid;
+		else
+			cat->append_oid = get_relname_relid(MvAppendTableName(cat->storage_name),
+												MvincSchemaOid());
 		MemoryContextSwitchTo(spicxt);
 	}
 	MvSpiFinish();
@@ -147,7 +153,14 @@ MvIsSource(Oid relid)
 	return found;
 }
 
-/* Is relid the storage table of an incremental view? */
+/* Name of the append table beside a storage table */
+char *
+MvAppendTableName(const char *storage_name)
+{
+	return psprintf("%s_append", storage_name);
+}
+
+/* Is relid the storage table (or append table) of an incremental view? */
 bool
 MvIsStorageTable(Oid relid)
 {
@@ -156,7 +169,10 @@ MvIsStorageTable(Oid relid)
 	if (!MvincExtensionReady() || get_rel_namespace(relid) != MvincSchemaOid())
 		return false;
 	MvSpiConnect();
-	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE storage_oid = $1", relid, MV_LOOKUP_NEW) > 0;
+	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE storage_oid = $1 "
+						  "OR storage_name::text || '_append' = "
+						  "(SELECT relname::text FROM pg_catalog.pg_class WHERE oid = $1)",
+						  relid, MV_LOOKUP_NEW) > 0;
 	MvSpiFinish();
 	return found;
 }
@@ -262,11 +278,11 @@ MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name)
 /* Commit point of a refresh: the new checkpoint, in the refresh's transaction */
 void
 MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
-					   const char *mode, bool populated)
+					   const char *mode, bool populated, int64 append_rows)
 {
-	Oid			types[5] = {OIDOID, TEXTOID, LSNOID, TEXTOID, BOOLOID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			types[6] = {OIDOID, TEXTOID, LSNOID, TEXTOID, BOOLOID, INT8OID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = ObjectIdGetDatum(viewid);
 	if (snapshot)
@@ -278,14 +294,30 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 		nulls[2] = 'n';
 	values[3] = CStringGetTextDatum(mode);
 	values[4] = BoolGetDatum(populated);
+	values[5] = Int64GetDatum(append_rows);
 	MvSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET checkpoint_snapshot = $2::pg_snapshot, "
 							  "checkpoint_lsn = $3, last_refresh = clock_timestamp(), "
-							  "last_mode = $4, populated = $5, built_generation = source_generation "
-							  "WHERE view = $1::regclass",
-							  5, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
+							  "last_mode = $4, populated = $5, built_generation = source_generation, "
+							  "append_rows = $6 WHERE view = $1::regclass",
+							  6, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)
 		elog(ERROR, "could not update the checkpoint of view %u", viewid);
+	MvSpiFinish();
+}
+
+/* Record how many state rows the append table of a view holds */
+void
+MvCatalogSetAppendRows(Oid viewid, int64 append_rows)
+{
+	Oid			types[2] = {OIDOID, INT8OID};
+	Datum		values[2] = {ObjectIdGetDatum(viewid), Int64GetDatum(append_rows)};
+
+	MvSpiConnect();
+	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET append_rows = $2 WHERE view = $1::regclass",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update the append rows of view %u", viewid);
 	MvSpiFinish();
 }
 
@@ -318,28 +350,20 @@ column_type(MvColumn *col)
 }
 
 /*
- * Create the storage table of a view in schema mvinc, owned like the view,
- * as a member of the extension; returns its oid.
+ * Create table mvinc.name with the storage columns of def, owned by owner,
+ * as a member of the extension; with key_index, the unique index on the
+ * group keys or row identity.  Returns its oid.
  */
-Oid
-MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
+static Oid
+create_member_table(const char *name, MvDef *def, Oid owner, const char *options,
+					bool key_index)
 {
 	StringInfoData sql;
 	StringInfoData keys;
-	char	   *name = psprintf("mv_%u", viewid);
 	ListCell   *lc;
-	Oid			storage;
+	Oid			relid;
 	ObjectAddress self,
 				ext;
-	bool		first = true;
-	Oid			view_owner;
-	HeapTuple	tup;
-
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(viewid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", viewid);
-	view_owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
 
 	initStringInfo(&sql);
 	initStringInfo(&keys);
@@ -348,16 +372,14 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	{
 		MvColumn   *col = lfirst(lc);
 
-		appendStringInfo(&sql, "%s%s %s", first ? "" : ", ",
+		appendStringInfo(&sql, "%s%s %s", foreach_current_index(lc) ? ", " : "",
 						 quote_identifier(col->physname), column_type(col));
 		if (col->role == MV_COL_COUNT || col->role == MV_COL_ROWID)
 			appendStringInfoString(&sql, " NOT NULL");
 		if (col->role == MV_COL_GROUP || col->role == MV_COL_ROWID)
 			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", quote_identifier(col->physname));
-		first = false;
 	}
-	/* room on each page for HOT updates of the states */
-	appendStringInfoString(&sql, ") WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05)");
+	appendStringInfo(&sql, ") WITH (%s)", options);
 
 	MvSpiConnect();
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
@@ -365,10 +387,10 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	/* Owned like the view: reads check the storage as the view owner */
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "ALTER TABLE mvinc.%s OWNER TO %s", quote_identifier(name),
-					 quote_identifier(GetUserNameFromId(view_owner, false)));
+					 quote_identifier(GetUserNameFromId(owner, false)));
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not set the owner of the storage table");
-	if (keys.len > 0)
+	if (key_index && keys.len > 0)
 	{
 		/* One row per group (NULL keys included) or per source row */
 		resetStringInfo(&sql);
@@ -380,15 +402,46 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	}
 	MvSpiFinish();
 
-	storage = get_relname_relid(name, MvincSchemaOid());
-	if (!OidIsValid(storage))
+	relid = get_relname_relid(name, MvincSchemaOid());
+	if (!OidIsValid(relid))
 		elog(ERROR, "storage table %s was not created", name);
-
-	/* The storage is a member of the extension; the view depends on it */
-	ObjectAddressSet(self, RelationRelationId, storage);
+	ObjectAddressSet(self, RelationRelationId, relid);
 	ObjectAddressSet(ext, ExtensionRelationId, get_extension_oid("mvinc", false));
-	if (getExtensionOfObject(RelationRelationId, storage) == InvalidOid)
+	if (getExtensionOfObject(RelationRelationId, relid) == InvalidOid)
 		recordDependencyOn(&self, &ext, DEPENDENCY_EXTENSION);
+	return relid;
+}
+
+/*
+ * Create the storage table of a view in schema mvinc (and the append
+ * table of an aggregate view with GROUP BY), owned like the view, as
+ * members of the extension; returns the storage's oid.
+ */
+Oid
+MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
+{
+	char	   *name = psprintf("mv_%u", viewid);
+	Oid			storage;
+	ObjectAddress self,
+				ext;
+	Oid			view_owner;
+	HeapTuple	tup;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(viewid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", viewid);
+	view_owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	/* room on each page for HOT updates of the states */
+	storage = create_member_table(name, def, view_owner,
+								  "fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05", true);
+	if (def->kind == MV_KIND_AGGREGATE && def->has_group_by)
+		(void) create_member_table(MvAppendTableName(name), def, view_owner,
+								   "autovacuum_vacuum_scale_factor = 0.05", false);
+
+	/* The view depends on the extension (DROP EXTENSION needs CASCADE) */
+	ObjectAddressSet(ext, ExtensionRelationId, get_extension_oid("mvinc", false));
 	ObjectAddressSet(self, RelationRelationId, viewid);
 	if (getExtensionOfObject(RelationRelationId, viewid) == InvalidOid)
 	{
@@ -440,7 +493,14 @@ MvForgetView(Oid viewid, Oid sourceid)
 	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
 	MvSpiFinish();
 	if (storage_name && storage_exists(storage, storage_name))
+	{
+		Oid			append = get_relname_relid(MvAppendTableName(storage_name),
+											   MvincSchemaOid());
+
+		if (OidIsValid(append))
+			drop_storage(append);
 		drop_storage(storage);
+	}
 	if (OidIsValid(sourceid))
 	{
 		MvInternal	save;

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * mv_funcs.c
  *	  SQL-callable functions of incremental views: mvinc.refresh,
- *	  mvinc.read_path, the helpers of the mvinc.views view, and the event
+ *	  mvinc.compact, mvinc.read_path, the helpers of the mvinc.views view, and the event
  *	  triggers that follow DROP (views and sources) and ALTER (sources).
  *-------------------------------------------------------------------------
  */
@@ -23,7 +23,8 @@
 
 PG_FUNCTION_INFO_V1(mvinc_refresh);
 PG_FUNCTION_INFO_V1(mvinc_read_path);
-PG_FUNCTION_INFO_V1(mvinc_fresh);
+PG_FUNCTION_INFO_V1(mvinc_read_branch);
+PG_FUNCTION_INFO_V1(mvinc_compact);
 PG_FUNCTION_INFO_V1(mvinc_pending_changes);
 PG_FUNCTION_INFO_V1(mvinc_storage_rows);
 PG_FUNCTION_INFO_V1(mvinc_on_sql_drop);
@@ -81,11 +82,25 @@ mvinc_read_path(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(MvIsFresh(viewid) ? "fresh" : "live"));
 }
 
-/* mvinc._fresh(view oid): used by the redirected read */
+/* mvinc._read_branch(view oid): used by the redirected read */
 Datum
-mvinc_fresh(PG_FUNCTION_ARGS)
+mvinc_read_branch(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(MvIsFresh(PG_GETARG_OID(0)));
+	static const char *const names[] = {"live", "fresh", "merge"};
+
+	PG_RETURN_TEXT_P(cstring_to_text(names[MvGetReadBranch(PG_GETARG_OID(0))]));
+}
+
+/* mvinc.compact(view): fold appended state rows into the storage */
+Datum
+mvinc_compact(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+
+	require_view(viewid);
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+	PG_RETURN_INT64(MvCompact(viewid));
 }
 
 /* Run a count query, returning its bigint */

@@ -133,6 +133,11 @@ MvincMvInit(void)
 							 "Off: with INSERT .. ON CONFLICT DO UPDATE (slower; for comparison and as a fallback).",
 							 &mvinc_direct_merge, true,
 							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomRealVariable("mvinc.compact_fraction",
+							 "Append refreshes of aggregate views with GROUP BY add state rows beside the storage up to this fraction of its rows.",
+							 "Past it the refresh folds them into the storage (compacts); 0 folds at every refresh.",
+							 &mvinc_compact_fraction, 0.5, 0.0, 1000.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mvinc.fresh_wait",
 							"How long a read of an incremental view waits for change capture to catch up.",
 							"After this many milliseconds the read answers from the source (the live path).",

@@ -3,15 +3,21 @@
  *	  Read redirection: the planner hook replaces every range-table entry
  *	  of an incremental view by a subquery
  *
- *	    SELECT finalized storage columns FROM mvinc.mv_<oid> WHERE mvinc._fresh(oid)
+ *	    SELECT finalized storage columns FROM mvinc.mv_<oid>
+ *	      WHERE mvinc._read_branch(oid) = 'fresh'
  *	    UNION ALL
- *	    SELECT * FROM (original query) q WHERE NOT mvinc._fresh(oid)
+ *	    SELECT finalized merged columns FROM (mvinc.mv_<oid> merged per group
+ *	      with mvinc.mv_<oid>_append) WHERE mvinc._read_branch(oid) = 'merge'
+ *	    UNION ALL
+ *	    SELECT * FROM (original query) q WHERE mvinc._read_branch(oid) = 'live'
  *
- *	  _fresh() is stable and its pseudo-constant qual becomes a one-time
- *	  filter, so the Fresh or Live path is chosen when the query executes,
- *	  not when it is planned: cached plans and prepared statements stay
- *	  correct.  _fresh() answers once per statement (cached), so both
- *	  branches always agree.  Permissions are checked on the view, as for
+ *	  _read_branch() is stable and its pseudo-constant quals become one-time
+ *	  filters, so the branch is chosen when the query executes, not when it
+ *	  is planned: cached plans and prepared statements stay correct.  It
+ *	  answers once per statement (cached), so exactly one branch runs.  A
+ *	  view without an append table when the plan is made gets no merge
+ *	  branch, and its live branch also answers 'merge'.  Permissions are
+ *	  checked on the view, as for
  *	  a plain view: the view's entry stays in the subquery's range table and
  *	  the storage and source are read with the view owner's rights.
  *
@@ -110,6 +116,29 @@ view_query_sql(Oid viewid)
 	return def;
 }
 
+/* SELECT list of the view's columns from the state rows of alias t */
+static char *
+finalized_columns(Oid viewid, MvDef *def)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	foreach(lc, def->viewcols)
+	{
+		MvColumn   *col = lfirst(lc);
+		char	   *phys = psprintf("t.%s", quote_identifier(col->physname));
+		char	   *type = format_type_with_typemod(col->typid, col->typmod);
+
+		appendStringInfo(&sql, "%s(%s)::%s AS %s", foreach_current_index(lc) ? ", " : "",
+						 col->role == MV_COL_AGG && !col->derived_count ?
+						 MvStateFinalSql(col, phys) : phys,
+						 type, quote_identifier(get_attname(viewid, col->attnum, false)));
+	}
+	return sql.data;
+}
+
 /* Build the analyzed and rewritten redirect query of a view */
 static Query *
 read_query(Oid viewid, RangeTblEntry *orig)
@@ -117,7 +146,6 @@ read_query(Oid viewid, RangeTblEntry *orig)
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
 	MvDef	   *def = MvDefForView(viewid);
 	StringInfoData sql;
-	ListCell   *lc;
 	List	   *raw;
 	Query	   *q;
 	List	   *rewritten;
@@ -128,22 +156,18 @@ read_query(Oid viewid, RangeTblEntry *orig)
 	appendStringInfoString(&sql, "SELECT * FROM (");
 	if (cat && OidIsValid(cat->storage_oid))
 	{
-		appendStringInfoString(&sql, "SELECT ");
-		foreach(lc, def->viewcols)
-		{
-			MvColumn   *col = lfirst(lc);
-			char	   *phys = psprintf("t.%s", quote_identifier(col->physname));
-			char	   *type = format_type_with_typemod(col->typid, col->typmod);
+		char	   *branch = psprintf("mvinc._read_branch(%u::pg_catalog.oid)", viewid);
+		char	   *storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
 
-			appendStringInfo(&sql, "%s(%s)::%s AS %s", foreach_current_index(lc) ? ", " : "",
-							 col->role == MV_COL_AGG && !col->derived_count ?
-							 MvStateFinalSql(col, phys) : phys,
-							 type, quote_identifier(get_attname(viewid, col->attnum, false)));
-		}
-		appendStringInfo(&sql, " FROM mvinc.%s t WHERE mvinc._fresh(%u::pg_catalog.oid) UNION ALL ",
-						 quote_identifier(get_rel_name(cat->storage_oid)), viewid);
-		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE NOT mvinc._fresh(%u::pg_catalog.oid)",
-						 view_query_sql(viewid), viewid);
+		appendStringInfo(&sql, "%s FROM %s t WHERE %s = 'fresh' UNION ALL ",
+						 finalized_columns(viewid, def), storage, branch);
+		if (OidIsValid(cat->append_oid))
+			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'merge' UNION ALL ",
+							 finalized_columns(viewid, def),
+							 MvAppendMergedSql(def, cat->storage_oid, cat->append_oid), branch);
+		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE %s %s",
+						 view_query_sql(viewid), branch,
+						 OidIsValid(cat->append_oid) ? "= 'live'" : "<> 'fresh'");
 	}
 	else
 		appendStringInfo(&sql, "%s", view_query_sql(viewid));
@@ -263,7 +287,7 @@ mv_planner(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
-/* Per-statement memo of _fresh(): both branches must see one answer */
+/* Per-statement memo of _read_branch(): all branches must see one answer */
 typedef struct FreshMemo
 {
 	Oid			viewid;
@@ -271,7 +295,7 @@ typedef struct FreshMemo
 	TransactionId xmin;
 	TransactionId xmax;
 	CommandId	curcid;
-	bool		fresh;
+	MvReadBranch branch;
 } FreshMemo;
 
 #define FRESH_MEMO_SIZE 16
@@ -295,9 +319,9 @@ fresh_wait_timeout(void)
 	return mvinc_fresh_wait;
 }
 
-/* Decide freshness for the active snapshot (uncached) */
-static bool
-compute_fresh_internal(Oid viewid)
+/* Decide the read branch for the active snapshot (uncached) */
+static MvReadBranch
+compute_branch_internal(Oid viewid)
 {
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
 	Oid			changelog;
@@ -309,17 +333,17 @@ compute_fresh_internal(Oid viewid)
 	if (cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
 		cat->checkpoint_snapshot == NULL ||
 		cat->built_generation != cat->source_generation)
-		return false;
+		return MV_READ_LIVE;
 	if (MvXactModified(cat->sourceid))
-		return false;
+		return MV_READ_LIVE;
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog) || MvRetainedFrom(cat->sourceid) > cat->checkpoint_lsn)
-		return false;
+		return MV_READ_LIVE;
 	target = MvInsertLsn();
 	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
 	{
 		last_wait_failure = GetCurrentTimestamp();
-		return false;
+		return MV_READ_LIVE;
 	}
 
 	MvSpiConnect();
@@ -337,56 +361,65 @@ compute_fresh_internal(Oid viewid)
 		elog(ERROR, "could not read the change log");
 	fresh = (SPI_processed == 0);
 	MvSpiFinish();
-	return fresh;
+	if (!fresh)
+		return MV_READ_LIVE;
+	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
 }
 
-/* compute_fresh_internal with the subsystem's own rights */
-static bool
-compute_fresh(Oid viewid)
+/* compute_branch_internal with the subsystem's own rights */
+static MvReadBranch
+compute_branch(Oid viewid)
 {
 	MvInternal	save;
-	bool		fresh;
+	MvReadBranch branch;
 
 	MvBecomeInternal(&save);
-	fresh = compute_fresh_internal(viewid);
+	branch = compute_branch_internal(viewid);
 	MvEndInternal(&save);
-	return fresh;
+	return branch;
 }
 
-/* Is the view's storage exactly the answer for the active snapshot? */
+/* Is the view's storage (with its append table) the answer now? */
 bool
 MvIsFresh(Oid viewid)
+{
+	return MvGetReadBranch(viewid) != MV_READ_LIVE;
+}
+
+/* Which branch answers a read of the view for the active snapshot? */
+MvReadBranch
+MvGetReadBranch(Oid viewid)
 {
 	Snapshot	snap = GetActiveSnapshot();
 	FreshMemo  *m;
 	int			i;
 
 	if (snap == NULL)
-		return false;
+		return MV_READ_LIVE;
 	for (i = 0; i < FRESH_MEMO_SIZE; i++)
 	{
 		m = &fresh_memo[i];
 		if (m->viewid == viewid && m->lxid == MyProc->lxid &&
 			m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid)
-			return m->fresh;
+			return m->branch;
 	}
 	m = &fresh_memo[fresh_memo_next];
 	fresh_memo_next = (fresh_memo_next + 1) % FRESH_MEMO_SIZE;
 	m->viewid = InvalidOid;
-	m->fresh = compute_fresh(viewid);
+	m->branch = compute_branch(viewid);
 	m->viewid = viewid;
 	m->lxid = MyProc->lxid;
 	m->xmin = snap->xmin;
 	m->xmax = snap->xmax;
 	m->curcid = snap->curcid;
-	return m->fresh;
+	return m->branch;
 }
 
 /*
  * Executor start: a statement that runs in parallel mode cannot take the
  * latest snapshot or wait for capture once the executor has entered that
  * mode, so decide the freshness of every redirected view it reads first
- * (the view's own entry stays in the range table); _fresh() then answers
+ * (the view's own entry stays in the range table); _read_branch() then answers
  * from the memo.
  */
 static void
@@ -413,7 +446,7 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 				PushActiveSnapshot(queryDesc->snapshot);
 				pushed = true;
 			}
-			(void) MvIsFresh(rte->relid);
+			(void) MvGetReadBranch(rte->relid);
 		}
 		if (pushed)
 			PopActiveSnapshot();

@@ -250,8 +250,8 @@ snapshot_text(Snapshot snap, bool own_seen)
 }
 
 /* Comma-separated list of column names of one role (or all when role < 0) */
-static char *
-column_list(MvDef *def, int role, const char *prefix)
+char *
+MvColumnListSql(MvDef *def, int role, const char *prefix)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -356,7 +356,7 @@ select_from(MvDef *def, const char *from, const char *extra_where)
 static char *
 insert_from(MvDef *def, const char *storage, const char *from, const char *extra_where)
 {
-	return psprintf("INSERT INTO %s (%s) %s", storage, column_list(def, -1, NULL),
+	return psprintf("INSERT INTO %s (%s) %s", storage, MvColumnListSql(def, -1, NULL),
 					select_from(def, from, extra_where));
 }
 
@@ -381,6 +381,10 @@ static void
 rebuild(RefreshCtx *rc)
 {
 	run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
+	if (OidIsValid(rc->cat->append_oid))
+		run(psprintf("DELETE FROM mvinc.%s", quote_identifier(get_rel_name(rc->cat->append_oid))),
+			InvalidSnapshot, SPI_OK_DELETE);
+	rc->cat->append_rows = 0;
 	run(insert_from(rc->def, rc->storage, psprintf("ONLY %s s", MvSourceName(rc->def->sourceid)), NULL),
 		rc->snap, SPI_OK_INSERT);
 	run(psprintf("ANALYZE %s", rc->storage), InvalidSnapshot, 0);
@@ -418,23 +422,35 @@ apply_inserts(RefreshCtx *rc)
 		appendStringInfo(&sql, "_mvinc_count = t._mvinc_count + d._mvinc_count "
 						 "FROM (SELECT %s FROM %s WHERE %s%s) d(%s) WHERE d._mvinc_count > 0",
 						 storage_select(def, "s"), from, where_sql(def, "s"), cond,
-						 column_list(def, -1, NULL));
+						 MvColumnListSql(def, -1, NULL));
 		run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
 		return;
 	}
 
-	/*
-	 * Groups: merged in C through the storage's key index (mv_merge.c),
-	 * or, when the storage does not allow it, with INSERT .. ON CONFLICT.
-	 */
-	if (mvinc_direct_merge &&
-		MvMergeDelta(def, rc->cat->storage_oid, select_from(def, from, cond)))
+	/* Groups: the delta's states go beside the storage (mv_append.c) */
+	if (!MvAppendStates(def, rc->cat, select_from(def, from, cond)))
+		MvMergeIntoStorage(def, rc->cat->storage_oid, select_from(def, from, cond));
+}
+
+/*
+ * Merge state rows (select_sql: storage columns, one row per group) into
+ * the storage of an aggregate view with GROUP BY: in C through the
+ * storage's key index (mv_merge.c) or, when the storage does not allow
+ * it, with INSERT .. ON CONFLICT.
+ */
+void
+MvMergeIntoStorage(MvDef *def, Oid storage_oid, const char *select_sql)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (mvinc_direct_merge && MvMergeDelta(def, storage_oid, select_sql))
 		return;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "%s ON CONFLICT (%s) DO UPDATE SET ",
-					 insert_from(def, psprintf("%s AS t", rc->storage), from, cond),
-					 column_list(def, MV_COL_GROUP, NULL));
+	appendStringInfo(&sql, "INSERT INTO mvinc.%s AS t (%s) %s ON CONFLICT (%s) DO UPDATE SET ",
+					 quote_identifier(get_rel_name(storage_oid)), MvColumnListSql(def, -1, NULL),
+					 select_sql, MvColumnListSql(def, MV_COL_GROUP, NULL));
 	foreach(lc, def->columns)
 	{
 		MvColumn   *col = lfirst(lc);
@@ -551,8 +567,8 @@ keys_not_null(MvDef *def)
  * Plain equality (hashable, indexable) when no key can be NULL, else a
  * NULL-safe comparison of the keys as records.
  */
-static char *
-key_eq(MvDef *def, const char *lalias, bool lexprs, const char *ralias)
+char *
+MvKeyEqSql(MvDef *def, const char *lalias, bool lexprs, const char *ralias)
 {
 	StringInfoData eq;
 	StringInfoData l;
@@ -605,11 +621,11 @@ apply_regroup(RefreshCtx *rc)
 		InvalidSnapshot, 0);
 	run(psprintf("ANALYZE %s", touched), InvalidSnapshot, 0);
 	run(psprintf("DELETE FROM %s t USING %s d WHERE %s",
-				 rc->storage, touched, key_eq(def, "t", false, "d")),
+				 rc->storage, touched, MvKeyEqSql(def, "t", false, "d")),
 		InvalidSnapshot, SPI_OK_DELETE);
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
 					psprintf(" AND EXISTS (SELECT 1 FROM %s d WHERE %s)",
-							 touched, key_eq(def, "s", true, "d"))),
+							 touched, MvKeyEqSql(def, "s", true, "d"))),
 		rc->snap, SPI_OK_INSERT);
 }
 
@@ -656,7 +672,7 @@ apply_retract(RefreshCtx *rc)
 					 rc->changelog, rc->delta, where_sql(def, "s"));
 	if (keys)
 		appendStringInfo(&sql, "LEFT JOIN %s t ON %s GROUP BY %s",
-						 rc->storage, key_eq(def, "d", true, "t"), keys);
+						 rc->storage, MvKeyEqSql(def, "d", true, "t"), keys);
 	else
 		appendStringInfo(&sql, "LEFT JOIN %s t ON true", rc->storage);
 	run(sql.data, InvalidSnapshot, 0);
@@ -674,7 +690,7 @@ apply_retract(RefreshCtx *rc)
 		}
 		run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
 		run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a", rc->storage,
-					 column_list(def, -1, NULL), column_list(def, -1, "a."), applied),
+					 MvColumnListSql(def, -1, NULL), MvColumnListSql(def, -1, "a."), applied),
 			InvalidSnapshot, SPI_OK_INSERT);
 		return;
 	}
@@ -692,22 +708,22 @@ apply_retract(RefreshCtx *rc)
 	}
 	sql.data[sql.len -= 2] = '\0';
 	appendStringInfo(&sql, " FROM %s a WHERE %s AND NOT a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
-					 applied, key_eq(def, "t", false, "a"), refused.data);
+					 applied, MvKeyEqSql(def, "t", false, "a"), refused.data);
 	run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
 	/* groups that lost all rows, or whose retraction was refused */
 	run(psprintf("DELETE FROM %s t USING %s a WHERE %s AND NOT a._mvinc_new "
 				 "AND (a._mvinc_count = 0 OR %s)",
-				 rc->storage, applied, key_eq(def, "t", false, "a"), refused.data),
+				 rc->storage, applied, MvKeyEqSql(def, "t", false, "a"), refused.data),
 		InvalidSnapshot, SPI_OK_DELETE);
 	/* new groups */
 	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
-				 rc->storage, column_list(def, -1, NULL), column_list(def, -1, "a."),
+				 rc->storage, MvColumnListSql(def, -1, NULL), MvColumnListSql(def, -1, "a."),
 				 applied, refused.data),
 		InvalidSnapshot, SPI_OK_INSERT);
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
 					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
 							 "AND %s)",
-							 applied, refused.data, key_eq(def, "s", true, "a"))),
+							 applied, refused.data, MvKeyEqSql(def, "s", true, "a"))),
 		rc->snap, SPI_OK_INSERT);
 }
 
@@ -813,7 +829,7 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	res->from_lsn = InvalidXLogRecPtr;
 	res->to_lsn = rc->before;
 	MvSetConsumer(source, MvConsumerName(rc->viewid), rc->before);
-	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, rc->before, "initial", true);
+	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, rc->before, "initial", true, 0);
 }
 
 /* Every other mode: consume the change log between checkpoint and S' */
@@ -909,6 +925,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	}
 	else
 	{
+		/* retraction and regrouping work on one row per group */
+		MvFoldAppend(rc->def, rc->cat);
 		materialize_delta(rc);
 		if (rc->def->retractable)
 			apply_retract(rc);
@@ -917,7 +935,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		res->mode = "regroup";
 	}
 	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
-	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true);
+	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true,
+						   rc->cat->append_rows);
 }
 
 /*

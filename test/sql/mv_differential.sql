@@ -1,6 +1,7 @@
 -- Differential test: a seeded random workload on one source (inserts,
 -- updates including key changes, deletes, NULLs, TRUNCATE, rollbacks,
--- savepoints, random refreshes); after every step each view must equal its
+-- savepoints, random refreshes, appends kept beside the storage or folded
+-- at once, compactions); after every step each view must equal its
 -- defining query (EXCEPT ALL both ways).  A mismatch stops the run and
 -- names the step.
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
@@ -45,7 +46,7 @@ CREATE FUNCTION d_rand(lo int, hi int, pnull float8 DEFAULT 0.1) RETURNS int
   LANGUAGE sql AS $$ SELECT CASE WHEN random() < pnull THEN NULL
                                  ELSE lo + floor(random() * (hi - lo + 1))::int END $$;
 
-CREATE TABLE d_log (step int, op text, modes text, fresh_reads int);
+CREATE TABLE d_log (step int, op text, modes text, fresh_reads int, merged_reads int);
 
 CREATE PROCEDURE d_run(steps int, seed float8) LANGUAGE plpgsql AS $$
 DECLARE
@@ -57,6 +58,7 @@ DECLARE
   m text;
   modes text;
   fresh int;
+  merged int;
 BEGIN
   PERFORM setseed(seed);
   FOR step IN 1..steps LOOP
@@ -100,25 +102,35 @@ BEGIN
       END;
     ELSE
       op := 'refresh';
+      -- appends of GROUP BY views: folded at once, now and then, or never
+      PERFORM set_config('mvinc.compact_fraction',
+                         (ARRAY['0', '0.5', '1000', '1000'])[1 + floor(random() * 4)::int], true);
       FOREACH vw IN ARRAY views LOOP
         IF random() < 0.6 THEN
           SELECT mode INTO m FROM mvinc.refresh(vw, random() < 0.03);
           modes := concat_ws(',', modes, vw::text || ':' || m);
         END IF;
+        IF random() < 0.05 AND mvinc.compact(vw) > 0 THEN
+          modes := concat_ws(',', modes, vw::text || ':compact');
+        END IF;
       END LOOP;
     END IF;
     COMMIT;
     fresh := 0;
+    merged := 0;
     FOREACH vw IN ARRAY views LOOP
       IF mvinc.read_path(vw) = 'fresh' THEN
         fresh := fresh + 1;
+      END IF;
+      IF mvinc._read_branch(vw::oid) = 'merge' THEN
+        merged := merged + 1;
       END IF;
       n := d_diff(vw);
       IF n <> 0 THEN
         RAISE EXCEPTION 'step %: view % differs from its query by % rows after %', step, vw, n, op;
       END IF;
     END LOOP;
-    INSERT INTO d_log VALUES (step, op, modes, fresh);
+    INSERT INTO d_log VALUES (step, op, modes, fresh, merged);
     COMMIT;
   END LOOP;
 END $$;
@@ -131,7 +143,8 @@ SELECT m AS mode, count(*) > 0 AS happened
   FROM d_log, unnest(string_to_array(modes, ',')) x, split_part(x, ':', 2) m
   WHERE modes IS NOT NULL GROUP BY m ORDER BY m;
 SELECT count(*) AS steps, sum(fresh_reads) > 1000 AS many_fresh_reads,
-       sum(8 - fresh_reads) > 1000 AS many_live_reads FROM d_log;
+       sum(8 - fresh_reads) > 1000 AS many_live_reads,
+       sum(merged_reads) > 100 AS many_merged_reads FROM d_log;
 -- appends to views whose aggregates are all retractable merge delta states
 SELECT split_part(x, ':', 1) AS view, count(*) > 0 AS merged_appends
   FROM d_log, unnest(string_to_array(modes, ',')) x
