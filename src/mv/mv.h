@@ -15,6 +15,7 @@
 #include "access/xlogdefs.h"
 #include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
+#include "utils/snapshot.h"
 
 /* What a view materializes */
 typedef enum MvKind
@@ -171,6 +172,9 @@ extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid);
 extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql);
 extern int64 MvCompact(Oid viewid);
+
+/* mv_snapshot.c */
+extern char *MvSnapshotText(Snapshot snap, bool own_seen);
 
 /* mv_read.c */
 extern void MvReadInit(void);

@@ -22,17 +22,30 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
 #include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "executor/spi.h"
+#include "tcop/dest.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "mv/mv.h"
 
 /* mvinc.compact_fraction */
-double		mvinc_compact_fraction = 0.5;
+double		mvinc_compact_fraction = 1.0;
+
+/* Delta rows fetched from the cursor and inserted at a time */
+#define APPEND_BATCH 128
+
+static uint64 insert_states(Oid append_oid, const char *select_sql);
 
 /* Qualified name of a table of schema mvinc */
 static char *
@@ -81,13 +94,19 @@ append_grouped_sql(MvDef *def, const char *append)
 
 /*
  * SELECT of the view's state rows, one per group: the storage t merged
- * with the append table's rows (storage column order and names).
+ * with the append table's rows (storage column order and names).  Groups
+ * of the storage left-join their appended states; groups only appended
+ * come from an anti-join.  Unlike a full join, both arms let a condition
+ * on the group key reach the storage's key index and the append table.
  */
 char *
 MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
 {
 	StringInfoData sql;
 	ListCell   *lc;
+	char	   *storage = mvinc_table(storage_oid);
+	char	   *grouped = append_grouped_sql(def, mvinc_table(append_oid));
+	char	   *match = MvKeyEqSql(def, "t", false, "a");
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -106,17 +125,17 @@ MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
 								 c, MvStateMergeSql(col, psprintf("t.%s", c), psprintf("a.%s", c)), c);
 				break;
 			case MV_COL_COUNT:
-				appendStringInfo(&sql, "coalesce(t.%s, 0) + coalesce(a.%s, 0) AS %s", c, c, c);
+				appendStringInfo(&sql, "t.%s + coalesce(a.%s, 0) AS %s", c, c, c);
 				break;
 			default:
-				/* equal keys (NULL-safe) when both sides have the group */
-				appendStringInfo(&sql, "coalesce(t.%s, a.%s) AS %s", c, c, c);
+				appendStringInfo(&sql, "t.%s", c);
 				break;
 		}
 	}
-	appendStringInfo(&sql, " FROM %s t FULL JOIN (%s) a ON %s",
-					 mvinc_table(storage_oid), append_grouped_sql(def, mvinc_table(append_oid)),
-					 MvKeyEqSql(def, "t", false, "a"));
+	appendStringInfo(&sql, " FROM %s t LEFT JOIN (%s) a ON %s", storage, grouped, match);
+	appendStringInfo(&sql, " UNION ALL SELECT %s FROM (%s) a WHERE NOT EXISTS "
+					 "(SELECT FROM %s t WHERE %s)",
+					 MvColumnListSql(def, -1, "a."), grouped, storage, match);
 	return sql.data;
 }
 
@@ -163,8 +182,6 @@ MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql)
 {
 	Relation	rel;
 	double		stored;
-	char	   *append;
-	uint64		added;
 
 	if (!OidIsValid(cat->append_oid) || mvinc_compact_fraction <= 0)
 		return false;
@@ -174,18 +191,140 @@ MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql)
 	stored = Max(rel->rd_rel->reltuples, 0);
 	table_close(rel, NoLock);
 
-	append = mvinc_table(cat->append_oid);
 	MvSpiConnect();
-	if (SPI_execute(psprintf("INSERT INTO %s (%s) %s", append,
-							 MvColumnListSql(def, -1, NULL), select_sql),
-					false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not add to the append table %s", append);
-	added = SPI_processed;
+	cat->append_rows += insert_states(cat->append_oid, select_sql);
 	MvSpiFinish();
-	cat->append_rows += added;
 	if (cat->append_rows > mvinc_compact_fraction * stored)
 		MvFoldAppend(def, cat);
 	return true;
+}
+
+/*
+ * Where the delta's rows go: straight from the executor into the append
+ * table, a batch at a time through the table AM's multi-insert (one WAL
+ * record per page, a bulk-insert buffer ring).  The table has no index
+ * and no trigger, and only refresh writes it.
+ */
+typedef struct AppendReceiver
+{
+	DestReceiver pub;
+	Relation	rel;
+	BulkInsertState bistate;
+	CommandId	cid;
+	MemoryContext slotcxt;		/* the slots and the rows they hold */
+	TupleTableSlot *slots[APPEND_BATCH];
+	int			nslots;			/* slots made so far */
+	int			n;				/* slots holding a row */
+	uint64		total;
+} AppendReceiver;
+
+/* Insert the rows held, then forget them */
+static void
+append_flush(AppendReceiver *r)
+{
+	if (r->n == 0)
+		return;
+	table_multi_insert(r->rel, r->slots, r->n, r->cid, 0, r->bistate);
+	for (int i = 0; i < r->n; i++)
+		ExecClearTuple(r->slots[i]);
+	r->total += r->n;
+	r->n = 0;
+}
+
+static bool
+append_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	AppendReceiver *r = (AppendReceiver *) self;
+	TupleTableSlot *dst;
+
+	if (r->n == r->nslots)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(r->slotcxt);
+
+		r->slots[r->nslots++] = MakeSingleTupleTableSlot(RelationGetDescr(r->rel),
+														  &TTSOpsVirtual);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	dst = r->slots[r->n++];
+	ExecCopySlot(dst, slot);
+	if (r->n == APPEND_BATCH)
+		append_flush(r);
+	return true;
+}
+
+static void
+append_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	AppendReceiver *r = (AppendReceiver *) self;
+
+	if (typeinfo->natts != RelationGetDescr(r->rel)->natts)
+		elog(ERROR, "delta of materialized view has %d columns, its append table %d",
+			 typeinfo->natts, RelationGetDescr(r->rel)->natts);
+	/* the delta query's own command: it does not see the rows it adds */
+	r->cid = GetCurrentCommandId(true);
+}
+
+static void
+append_shutdown(DestReceiver *self)
+{
+	append_flush((AppendReceiver *) self);
+}
+
+static void
+append_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * Insert the rows of select_sql (storage columns in order) into the
+ * append table.  The delta is aggregated by hashing: the change log's
+ * statistics lag far behind, so the planner's row estimate (and its
+ * choice of a sort) is off.  Runs in the caller's SPI connection; returns
+ * the rows inserted.
+ */
+static uint64
+insert_states(Oid append_oid, const char *select_sql)
+{
+	AppendReceiver r;
+	SPIExecuteOptions options;
+	SPIPlanPtr	plan;
+	int			nestlevel;
+	int			rc;
+
+	memset(&r, 0, sizeof(r));
+	r.pub.receiveSlot = append_receive;
+	r.pub.rStartup = append_startup;
+	r.pub.rShutdown = append_shutdown;
+	r.pub.rDestroy = append_destroy;
+	r.pub.mydest = DestNone;
+	r.rel = table_open(append_oid, RowExclusiveLock);
+	r.bistate = GetBulkInsertState();
+	r.slotcxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc append rows",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	plan = SPI_prepare(select_sql, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", select_sql);
+	memset(&options, 0, sizeof(options));
+	options.dest = &r.pub;
+	rc = SPI_execute_plan_extended(plan, &options);
+	AtEOXact_GUC(true, nestlevel);
+	/* SPI reports a SELECT into a DestNone receiver as a utility command */
+	if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
+		elog(ERROR, "could not compute the delta (%d): %s", rc, select_sql);
+	SPI_freeplan(plan);
+
+	FreeBulkInsertState(r.bistate);
+	for (int i = 0; i < r.nslots; i++)
+		ExecDropSingleTupleTableSlot(r.slots[i]);
+	MemoryContextDelete(r.slotcxt);
+	table_close(r.rel, NoLock);
+	/* later statements of the refresh (a fold) see the rows */
+	CommandCounterIncrement();
+	return r.total;
 }
 
 /* Compact a view now: fold its append table into the storage */

@@ -56,9 +56,12 @@ mvinc_refresh(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 
-	require_view(viewid);
+	/* the refresh itself refuses what is not an incremental view */
 	if (!pg_class_ownercheck(viewid, GetUserId()))
+	{
+		require_view(viewid);
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+	}
 	res = MvRefresh(viewid, full, false);
 
 	InitMaterializedSRF(fcinfo, 0);

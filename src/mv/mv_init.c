@@ -136,7 +136,7 @@ MvincMvInit(void)
 	DefineCustomRealVariable("mvinc.compact_fraction",
 							 "Append refreshes of aggregate views with GROUP BY add state rows beside the storage up to this fraction of its rows.",
 							 "Past it the refresh folds them into the storage (compacts); 0 folds at every refresh.",
-							 &mvinc_compact_fraction, 0.5, 0.0, 1000.0,
+							 &mvinc_compact_fraction, 1.0, 0.0, 1000.0,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mvinc.fresh_wait",
 							"How long a read of an incremental view waits for change capture to catch up.",

@@ -214,15 +214,13 @@ first_value(int col)
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
 }
 
+#ifdef USE_ASSERT_CHECKING
 /*
- * The text of snapshot snap as pg_snapshot.  Unless own_seen, the current
- * transaction is added as running: its changes reach the change log after
- * it commits, and a later refresh must consume them.  With own_seen (the
- * refresh read the transaction's own changes of the source) it stays
- * visible, so they are not applied twice.
+ * MvSnapshotText (mv_snapshot.c) as SQL over pg_current_snapshot(), to
+ * check it against in assertion-enabled builds.
  */
 static char *
-snapshot_text(Snapshot snap, bool own_seen)
+snapshot_text_sql(Snapshot snap, bool own_seen)
 {
 	SPIPlanPtr	plan;
 
@@ -248,6 +246,7 @@ snapshot_text(Snapshot snap, bool own_seen)
 	SPI_freeplan(plan);
 	return first_value(1);
 }
+#endif
 
 /* Comma-separated list of column names of one role (or all when role < 0) */
 char *
@@ -774,7 +773,8 @@ take_snapshot(RefreshCtx *rc)
 {
 	rc->before = MvInsertLsn();
 	rc->snap = RegisterSnapshot(GetLatestSnapshot());
-	rc->snaptext = snapshot_text(rc->snap, rc->own_modified);
+	rc->snaptext = MvSnapshotText(rc->snap, rc->own_modified);
+	Assert(strcmp(rc->snaptext, snapshot_text_sql(rc->snap, rc->own_modified)) == 0);
 	rc->target = MvInsertLsn();
 }
 
@@ -845,7 +845,6 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 				ntrunc = 0,
 				nkeyonly = 0;
 	char	   *v;
-	char	   *vis;
 
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);
@@ -867,14 +866,18 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	 * snapshot): what changed in the delta, and for the new bound
 	 * L' = min(B, lowest lsn > L of a row of a transaction invisible in S')
 	 */
-	vis = psprintf("pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)", rc->snaptext);
-	run(psprintf("SELECT count(*) FILTER (WHERE s._mvinc_op = 'i' AND %s), "
-				 "count(*) FILTER (WHERE s._mvinc_op IN ('u', 'd') AND s._mvinc_image <> 'n' AND %s), "
-				 "count(*) FILTER (WHERE s._mvinc_op = 't' AND %s), "
-				 "count(*) FILTER (WHERE s._mvinc_image = 'k' AND %s), "
-				 "min(s._mvinc_lsn) FILTER (WHERE NOT %s) "
-				 "FROM %s s WHERE s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X'",
-				 rc->delta, rc->delta, rc->delta, rc->delta, vis, rc->changelog,
+	/* each row's two visibilities are computed once (OFFSET 0 keeps them apart) */
+	run(psprintf("SELECT count(*) FILTER (WHERE d AND op = 'i'), "
+				 "count(*) FILTER (WHERE d AND op IN ('u', 'd') AND image <> 'n'), "
+				 "count(*) FILTER (WHERE d AND op = 't'), "
+				 "count(*) FILTER (WHERE d AND image = 'k'), "
+				 "min(lsn) FILTER (WHERE NOT v) "
+				 "FROM (SELECT op, image, lsn, v, v AND NOT o AS d FROM "
+				 "(SELECT s._mvinc_op AS op, s._mvinc_image AS image, s._mvinc_lsn AS lsn, "
+				 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) AS v, "
+				 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) AS o "
+				 "FROM %s s WHERE s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' OFFSET 0) s) s",
+				 rc->snaptext, rc->cat->checkpoint_snapshot, rc->changelog,
 				 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target)),
 		InvalidSnapshot, SPI_OK_SELECT);
 	nins = atol(first_value(1));
@@ -910,9 +913,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	{
 		/*
 		 * Inserts only: the delta's states per group, straight from the
-		 * change log, merged with INSERT ... ON CONFLICT, which finds each
-		 * touched group through the storage's unique key index instead of
-		 * joining the whole storage table (no temporary table, no ANALYZE).
+		 * change log (no temporary table, no ANALYZE), go to the append
+		 * table or are merged into the storage through its key index.
 		 */
 		apply_inserts(rc);
 		res->mode = "incremental";
