@@ -170,8 +170,26 @@ extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 extern double mvinc_compact_fraction;
 extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid);
 extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
-extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql);
+extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
+						   int64 inserts);
 extern int64 MvCompact(Oid viewid);
+
+/* mv_summary.c */
+
+/* What the change log holds between two checkpoints (see mv_summary.c) */
+typedef struct MvDeltaSummary
+{
+	int64		inserts;		/* inserted rows of the delta */
+	int64		others;			/* old images of its updates and deletes */
+	int64		truncates;
+	int64		keyonly;		/* old images that carry only the key */
+	bool		has_invisible;	/* rows of the range S' does not see */
+	XLogRecPtr	min_invisible;	/* the lowest lsn of those */
+} MvDeltaSummary;
+
+extern void MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
+							 const char *new_snap, const char *old_snap,
+							 MvDeltaSummary *sum);
 
 /* mv_snapshot.c */
 extern char *MvSnapshotText(Snapshot snap, bool own_seen);

@@ -172,13 +172,14 @@ MvFoldAppend(MvDef *def, MvCatalog *cat)
 }
 
 /*
- * Add the delta's states (select_sql: storage columns, one row per group)
- * to the append table, or fold everything into the storage when the
- * append table would grow past mvinc.compact_fraction of the storage.
- * Returns false when the view has no append table (the caller merges).
+ * Add the delta's states (select_sql: storage columns, one row per group,
+ * from at most inserts rows) to the append table.  When that could take
+ * the table past mvinc.compact_fraction of the storage's rows, fold instead:
+ * the table's rows, then the delta straight into the storage.  Returns
+ * false when the view has no append table (the caller merges).
  */
 bool
-MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql)
+MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql, int64 inserts)
 {
 	Relation	rel;
 	double		stored;
@@ -191,11 +192,15 @@ MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql)
 	stored = Max(rel->rd_rel->reltuples, 0);
 	table_close(rel, NoLock);
 
+	if (cat->append_rows + inserts > mvinc_compact_fraction * stored)
+	{
+		MvFoldAppend(def, cat);
+		MvMergeIntoStorage(def, cat->storage_oid, select_sql);
+		return true;
+	}
 	MvSpiConnect();
 	cat->append_rows += insert_states(cat->append_oid, select_sql);
 	MvSpiFinish();
-	if (cat->append_rows > mvinc_compact_fraction * stored)
-		MvFoldAppend(def, cat);
 	return true;
 }
 

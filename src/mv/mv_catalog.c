@@ -437,8 +437,10 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	storage = create_member_table(name, def, view_owner,
 								  "fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05", true);
 	if (def->kind == MV_KIND_AGGREGATE && def->has_group_by)
+		/* emptied and refilled over and over: keep its pages (no truncation lock) */
 		(void) create_member_table(MvAppendTableName(name), def, view_owner,
-								   "autovacuum_vacuum_scale_factor = 0.05", false);
+								   "autovacuum_vacuum_scale_factor = 0.05, vacuum_truncate = false",
+								   false);
 
 	/* The view depends on the extension (DROP EXTENSION needs CASCADE) */
 	ObjectAddressSet(ext, ExtensionRelationId, get_extension_oid("mvinc", false));

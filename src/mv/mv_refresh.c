@@ -205,6 +205,7 @@ run(const char *sql, Snapshot snap, int expect)
 	return SPI_processed;
 }
 
+#ifdef USE_ASSERT_CHECKING
 /* Single text value of the first row of the last SPI result */
 static char *
 first_value(int col)
@@ -213,6 +214,7 @@ first_value(int col)
 		return NULL;
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
 }
+#endif
 
 #ifdef USE_ASSERT_CHECKING
 /*
@@ -391,7 +393,7 @@ rebuild(RefreshCtx *rc)
 
 /* incremental: merge the states (or rows) of inserted rows */
 static void
-apply_inserts(RefreshCtx *rc)
+apply_inserts(RefreshCtx *rc, int64 inserts)
 {
 	MvDef	   *def = rc->def;
 	char	   *from = psprintf("%s s", rc->changelog);
@@ -427,7 +429,7 @@ apply_inserts(RefreshCtx *rc)
 	}
 
 	/* Groups: the delta's states go beside the storage (mv_append.c) */
-	if (!MvAppendStates(def, rc->cat, select_from(def, from, cond)))
+	if (!MvAppendStates(def, rc->cat, select_from(def, from, cond), inserts))
 		MvMergeIntoStorage(def, rc->cat->storage_oid, select_from(def, from, cond));
 }
 
@@ -832,6 +834,35 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, rc->before, "initial", true, 0);
 }
 
+#ifdef USE_ASSERT_CHECKING
+/* Does MvSummarizeDelta's summary agree with the same summary in SQL? */
+static bool
+summary_matches_sql(RefreshCtx *rc, XLogRecPtr L, MvDeltaSummary *sum)
+{
+	char	   *v;
+
+	run(psprintf("SELECT count(*) FILTER (WHERE d AND op = 'i'), "
+				 "count(*) FILTER (WHERE d AND op IN ('u', 'd') AND image <> 'n'), "
+				 "count(*) FILTER (WHERE d AND op = 't'), "
+				 "count(*) FILTER (WHERE d AND image = 'k'), "
+				 "min(lsn) FILTER (WHERE NOT v) "
+				 "FROM (SELECT s._mvinc_op AS op, s._mvinc_image AS image, s._mvinc_lsn AS lsn, "
+				 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) AS v, "
+				 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) AS o "
+				 "FROM %s s WHERE s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' OFFSET 0) s, "
+				 "LATERAL (SELECT v AND NOT o AS d) x",
+				 rc->snaptext, rc->cat->checkpoint_snapshot, rc->changelog,
+				 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target)),
+		InvalidSnapshot, SPI_OK_SELECT);
+	v = first_value(5);
+	return atol(first_value(1)) == sum->inserts && atol(first_value(2)) == sum->others &&
+		atol(first_value(3)) == sum->truncates && atol(first_value(4)) == sum->keyonly &&
+		(v != NULL) == sum->has_invisible &&
+		(v == NULL ||
+		 DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v))) == sum->min_invisible);
+}
+#endif
+
 /* Every other mode: consume the change log between checkpoint and S' */
 static void
 refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
@@ -840,11 +871,11 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	Oid			changelog;
 	XLogRecPtr	L = rc->cat->checkpoint_lsn;
 	XLogRecPtr	newL;
-	int64		nins = 0,
-				nother = 0,
-				ntrunc = 0,
-				nkeyonly = 0;
-	char	   *v;
+	int64		nins,
+				nother,
+				ntrunc,
+				nkeyonly;
+	MvDeltaSummary sum;
 
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);
@@ -866,35 +897,17 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	 * snapshot): what changed in the delta, and for the new bound
 	 * L' = min(B, lowest lsn > L of a row of a transaction invisible in S')
 	 */
-	/* each row's two visibilities are computed once (OFFSET 0 keeps them apart) */
-	run(psprintf("SELECT count(*) FILTER (WHERE d AND op = 'i'), "
-				 "count(*) FILTER (WHERE d AND op IN ('u', 'd') AND image <> 'n'), "
-				 "count(*) FILTER (WHERE d AND op = 't'), "
-				 "count(*) FILTER (WHERE d AND image = 'k'), "
-				 "min(lsn) FILTER (WHERE NOT v) "
-				 "FROM (SELECT op, image, lsn, v, v AND NOT o AS d FROM "
-				 "(SELECT s._mvinc_op AS op, s._mvinc_image AS image, s._mvinc_lsn AS lsn, "
-				 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) AS v, "
-				 "pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) AS o "
-				 "FROM %s s WHERE s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' OFFSET 0) s) s",
-				 rc->snaptext, rc->cat->checkpoint_snapshot, rc->changelog,
-				 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(rc->target)),
-		InvalidSnapshot, SPI_OK_SELECT);
-	nins = atol(first_value(1));
-	nother = atol(first_value(2));
-	ntrunc = atol(first_value(3));
-	nkeyonly = atol(first_value(4));
-	v = first_value(5);
+	MvSummarizeDelta(changelog, L, rc->target, rc->snaptext, rc->cat->checkpoint_snapshot, &sum);
+	Assert(summary_matches_sql(rc, L, &sum));
+	nins = sum.inserts;
+	nother = sum.others;
+	ntrunc = sum.truncates;
+	nkeyonly = sum.keyonly;
 
 	newL = rc->before;
-	if (v != NULL)
-	{
-		XLogRecPtr	m = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
-
-		/* rows at m must still be consumed: the bound is just below it */
-		if (m - 1 < newL)
-			newL = m - 1;
-	}
+	/* rows at the lowest invisible lsn must still be consumed: the bound is below it */
+	if (sum.has_invisible && sum.min_invisible - 1 < newL)
+		newL = sum.min_invisible - 1;
 
 	res->from_lsn = L;
 	res->to_lsn = rc->target;
@@ -916,7 +929,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		 * change log (no temporary table, no ANALYZE), go to the append
 		 * table or are merged into the storage through its key index.
 		 */
-		apply_inserts(rc);
+		apply_inserts(rc, nins);
 		res->mode = "incremental";
 	}
 	else if (rc->def->kind == MV_KIND_PROJECTION)
