@@ -59,7 +59,7 @@ mvinc_table(Oid relid)
  * order and names): what compaction folds and reads add.
  */
 static char *
-append_grouped_sql(MvDef *def, const char *append)
+append_grouped_sql(MvDef *def, const char *append, const char *where)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -87,8 +87,8 @@ append_grouped_sql(MvDef *def, const char *append)
 				break;
 		}
 	}
-	appendStringInfo(&sql, " FROM %s a GROUP BY %s", append,
-					 MvColumnListSql(def, MV_COL_GROUP, "a."));
+	appendStringInfo(&sql, " FROM %s a%s%s GROUP BY %s", append, where ? " WHERE " : "",
+					 where ? where : "", MvColumnListSql(def, MV_COL_GROUP, "a."));
 	return sql.data;
 }
 
@@ -105,8 +105,12 @@ MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
 	StringInfoData sql;
 	ListCell   *lc;
 	char	   *storage = mvinc_table(storage_oid);
-	char	   *grouped = append_grouped_sql(def, mvinc_table(append_oid));
 	char	   *match = MvKeyEqSql(def, "t", false, "a");
+	char	   *grouped = append_grouped_sql(def, mvinc_table(append_oid), NULL);
+	/* only the rows of groups the storage lacks are grouped there */
+	char	   *unmatched = append_grouped_sql(def, mvinc_table(append_oid),
+											   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
+														storage, match));
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -133,9 +137,7 @@ MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
 		}
 	}
 	appendStringInfo(&sql, " FROM %s t LEFT JOIN (%s) a ON %s", storage, grouped, match);
-	appendStringInfo(&sql, " UNION ALL SELECT %s FROM (%s) a WHERE NOT EXISTS "
-					 "(SELECT FROM %s t WHERE %s)",
-					 MvColumnListSql(def, -1, "a."), grouped, storage, match);
+	appendStringInfo(&sql, " UNION ALL %s", unmatched);
 	return sql.data;
 }
 
@@ -159,7 +161,7 @@ MvFoldAppend(MvDef *def, MvCatalog *cat)
 		elog(ERROR, "could not read the append table %s", append);
 	if (SPI_processed > 0)
 	{
-		MvMergeIntoStorage(def, cat->storage_oid, append_grouped_sql(def, append));
+		MvMergeIntoStorage(def, cat->storage_oid, append_grouped_sql(def, append, NULL));
 		if (SPI_execute(psprintf("DELETE FROM %s", append), false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "could not empty the append table %s", append);
 		rows = SPI_processed;
@@ -247,7 +249,7 @@ append_receive(TupleTableSlot *slot, DestReceiver *self)
 		MemoryContext oldcxt = MemoryContextSwitchTo(r->slotcxt);
 
 		r->slots[r->nslots++] = MakeSingleTupleTableSlot(RelationGetDescr(r->rel),
-														  &TTSOpsVirtual);
+														  &TTSOpsHeapTuple);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	dst = r->slots[r->n++];
