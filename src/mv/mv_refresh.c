@@ -721,6 +721,10 @@ apply_retract(RefreshCtx *rc)
 				 rc->storage, MvColumnListSql(def, -1, NULL), MvColumnListSql(def, -1, "a."),
 				 applied, refused.data),
 		InvalidSnapshot, SPI_OK_INSERT);
+	/* groups whose retraction was refused, from the source (when there are any) */
+	if (run(psprintf("SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) LIMIT 1",
+					 applied, refused.data), InvalidSnapshot, SPI_OK_SELECT) == 0)
+		return;
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
 					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
 							 "AND %s)",
@@ -729,9 +733,11 @@ apply_retract(RefreshCtx *rc)
 }
 
 /*
- * Copy the consumed change-log rows into a temporary table with fresh
- * statistics: the statements that follow join it with storage and source,
- * and the change log's own statistics lag far behind.
+ * Copy the consumed change-log rows into a temporary table: the statements
+ * that follow join it with storage and source, and the change log's own
+ * statistics lag far behind.  It is not analyzed (on 1% of 5M rows that
+ * was a third of the refresh): a table never analyzed is estimated from
+ * its actual size, which is what those joins need.
  */
 static void
 materialize_delta(RefreshCtx *rc)
@@ -741,7 +747,6 @@ materialize_delta(RefreshCtx *rc)
 
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT * FROM %s s WHERE %s",
 				 delta, rc->changelog, rc->delta), InvalidSnapshot, 0);
-	run(psprintf("ANALYZE %s", delta), InvalidSnapshot, 0);
 	rc->changelog = delta;
 	rc->delta = "true";
 }
