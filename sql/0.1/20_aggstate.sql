@@ -86,6 +86,14 @@ CREATE FUNCTION mvinc.agg_final(aggfn regprocedure, state bytea, result anyeleme
     RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_final';
 
+-- agg_final for the stored results of incremental views (generated
+-- columns need an immutable expression): an aggregate's final function
+-- gives the same result for the same state, and the aggregate named by an
+-- OID does not change.
+CREATE FUNCTION mvinc._agg_final_stored(aggfn regprocedure, state bytea, result anyelement)
+    RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_final';
+
 -- 'retractable', 'mergeable' or 'unsupported', and why not better.
 CREATE FUNCTION mvinc.agg_kind(aggfn regprocedure)
     RETURNS text LANGUAGE c STRICT STABLE PARALLEL SAFE

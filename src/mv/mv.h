@@ -145,6 +145,8 @@ extern char *MvStateAggSql(MvColumn *col, const char *alias);
 extern char *MvStateMergeSql(MvColumn *col, const char *left, const char *right);
 extern char *MvStateCombineSql(MvColumn *col, const char *state);
 extern char *MvStateFinalSql(MvColumn *col, const char *state);
+extern char *MvStateStoredFinalSql(MvColumn *col, const char *state);
+extern char *MvStoredFinalName(MvColumn *col);
 extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias,
 							   bool ordered);
 extern bool MvAggSupported(Oid aggfnoid, const char **why);
@@ -168,7 +170,7 @@ extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 
 /* mv_append.c */
 extern double mvinc_compact_fraction;
-extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid);
+extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals);
 extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);

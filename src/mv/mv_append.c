@@ -93,24 +93,18 @@ append_grouped_sql(MvDef *def, const char *append, const char *where)
 }
 
 /*
- * SELECT of the view's state rows, one per group: the storage t merged
- * with the append table's rows (storage column order and names).  Groups
- * of the storage left-join their appended states; groups only appended
- * come from an anti-join.  Unlike a full join, both arms let a condition
- * on the group key reach the storage's key index and the append table.
+ * One arm of the merged rows: from FROM item from, with alias a for the
+ * appended states (NULL in a group without any) and, when stored, t for
+ * the stored row.  Storage columns in order; with finals the
+ * states are replaced by the results f<n> (stored ones where nothing was
+ * appended) after them.
  */
-char *
-MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
+static char *
+merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 {
 	StringInfoData sql;
 	ListCell   *lc;
-	char	   *storage = mvinc_table(storage_oid);
-	char	   *match = MvKeyEqSql(def, "t", false, "a");
-	char	   *grouped = append_grouped_sql(def, mvinc_table(append_oid), NULL);
-	/* only the rows of groups the storage lacks are grouped there */
-	char	   *unmatched = append_grouped_sql(def, mvinc_table(append_oid),
-											   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
-														storage, match));
+	bool		first = true;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -118,15 +112,24 @@ MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
 	{
 		MvColumn   *col = lfirst(lc);
 		const char *c = quote_identifier(col->physname);
+		char	   *state;
 
-		if (foreach_current_index(lc) > 0)
-			appendStringInfoString(&sql, ", ");
+		if (col->role == MV_COL_AGG && finals)
+			continue;
+		appendStringInfoString(&sql, first ? "" : ", ");
+		first = false;
+		if (!stored)
+		{
+			appendStringInfo(&sql, "a.%s", c);
+			continue;
+		}
 		switch (col->role)
 		{
 			case MV_COL_AGG:
 				/* a._mvinc_count is NULL exactly when the group has no appended rows */
+				state = MvStateMergeSql(col, psprintf("t.%s", c), psprintf("a.%s", c));
 				appendStringInfo(&sql, "CASE WHEN a._mvinc_count IS NULL THEN t.%s ELSE %s END AS %s",
-								 c, MvStateMergeSql(col, psprintf("t.%s", c), psprintf("a.%s", c)), c);
+								 c, state, c);
 				break;
 			case MV_COL_COUNT:
 				appendStringInfo(&sql, "t.%s + coalesce(a.%s, 0) AS %s", c, c, c);
@@ -136,9 +139,53 @@ MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid)
 				break;
 		}
 	}
-	appendStringInfo(&sql, " FROM %s t LEFT JOIN (%s) a ON %s", storage, grouped, match);
-	appendStringInfo(&sql, " UNION ALL %s", unmatched);
+	if (finals)
+	{
+		foreach(lc, def->viewcols)
+		{
+			MvColumn   *col = lfirst(lc);
+			const char *f;
+			const char *c;
+
+			if (col->role != MV_COL_AGG || col->derived_count)
+				continue;
+			f = quote_identifier(MvStoredFinalName(col));
+			c = quote_identifier(col->physname);
+			if (!stored)
+				appendStringInfo(&sql, ", %s AS %s", MvStateFinalSql(col, psprintf("a.%s", c)), f);
+			else
+				appendStringInfo(&sql, ", CASE WHEN a._mvinc_count IS NULL THEN t.%s ELSE %s END AS %s",
+								 f, MvStateFinalSql(col, MvStateMergeSql(col, psprintf("t.%s", c),
+																		 psprintf("a.%s", c))), f);
+		}
+	}
+	appendStringInfo(&sql, " FROM %s", from);
 	return sql.data;
+}
+
+/*
+ * SELECT of the view's rows, one per group, as state rows (or, with
+ * finals, keys, count and stored results): the storage t merged with the
+ * append table's rows.  Groups of the storage left-join their appended
+ * states; groups only appended come from an anti-join.  Unlike a full
+ * join, both arms let a condition on the group key reach the storage's
+ * key index and the append table.
+ */
+char *
+MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals)
+{
+	char	   *storage = mvinc_table(storage_oid);
+	char	   *match = MvKeyEqSql(def, "t", false, "a");
+	char	   *grouped = append_grouped_sql(def, mvinc_table(append_oid), NULL);
+	/* only the rows of groups the storage lacks are grouped there */
+	char	   *unmatched = append_grouped_sql(def, mvinc_table(append_oid),
+											   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
+														storage, match));
+
+	return psprintf("%s UNION ALL %s",
+					merged_arm(def, finals, true,
+							   psprintf("%s t LEFT JOIN (%s) a ON %s", storage, grouped, match)),
+					merged_arm(def, finals, false, psprintf("(%s) a", unmatched)));
 }
 
 /*

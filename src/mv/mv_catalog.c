@@ -413,6 +413,39 @@ create_member_table(const char *name, MvDef *def, Oid owner, const char *options
 }
 
 /*
+ * Give the storage of an aggregate view each aggregate's result, stored
+ * beside its state as a generated column f<view column>: a read of a
+ * view whose storage holds every change then reads plain values instead
+ * of finalizing every state (the append table has none).
+ */
+static void
+add_stored_finals(const char *name, MvDef *def)
+{
+	ListCell   *lc;
+
+	if (def->kind != MV_KIND_AGGREGATE)
+		return;
+	MvSpiConnect();
+	foreach(lc, def->viewcols)
+	{
+		MvColumn   *col = lfirst(lc);
+		char	   *sql;
+
+		if (col->role != MV_COL_AGG || col->derived_count)
+			continue;
+		sql = psprintf("ALTER TABLE mvinc.%s ADD COLUMN %s %s%s%s GENERATED ALWAYS AS (%s) STORED",
+					   quote_identifier(name), quote_identifier(MvStoredFinalName(col)),
+					   format_type_with_typemod(col->typid, col->typmod),
+					   OidIsValid(col->collation) ? " COLLATE " : "",
+					   OidIsValid(col->collation) ? generate_collation_name(col->collation) : "",
+					   MvStateStoredFinalSql(col, quote_identifier(col->physname)));
+		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not add a stored result to the storage: %s", sql);
+	}
+	MvSpiFinish();
+}
+
+/*
  * Create the storage table of a view in schema mvinc (and the append
  * table of an aggregate view with GROUP BY), owned like the view, as
  * members of the extension; returns the storage's oid.
@@ -436,6 +469,7 @@ MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
 	/* room on each page for HOT updates of the states */
 	storage = create_member_table(name, def, view_owner,
 								  "fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05", true);
+	add_stored_finals(name, def);
 	if (def->kind == MV_KIND_AGGREGATE && def->has_group_by)
 		/* emptied and refilled over and over: keep its pages (no truncation lock) */
 		(void) create_member_table(MvAppendTableName(name), def, view_owner,

@@ -36,6 +36,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "executor/executor.h"
+#include "executor/nodeModifyTable.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -95,8 +96,9 @@ key_index(Relation rel, int nkeys)
 
 /*
  * Can the storage be merged in C?  It must be a heap table without
- * triggers whose columns are the definition's, in order, with the unique
- * key index; anything else keeps the SQL path.
+ * triggers whose columns are the definition's, in order, followed only by
+ * generated columns (the stored results), with the unique key index;
+ * anything else keeps the SQL path.
  */
 static bool
 merge_possible(Relation rel, MvDef *def, int nkeys, Oid *indexid)
@@ -106,8 +108,12 @@ merge_possible(Relation rel, MvDef *def, int nkeys, Oid *indexid)
 	int			i = 0;
 
 	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || rel->trigdesc != NULL ||
-		desc->natts != list_length(def->columns) || nkeys == 0)
+		desc->natts < list_length(def->columns) || nkeys == 0)
 		return false;
+	for (i = list_length(def->columns); i < desc->natts; i++)
+		if (TupleDescAttr(desc, i)->attgenerated != ATTRIBUTE_GENERATED_STORED)
+			return false;
+	i = 0;
 	foreach(lc, def->columns)
 	{
 		MvColumn   *col = lfirst(lc);
@@ -171,6 +177,26 @@ combine_states(MvincAggInfo *info, Datum a, bool anull, Datum b, bool bnull,
 		return (Datum) 0;
 	}
 	return PointerGetDatum(result);
+}
+
+/*
+ * Store the row whose first ncols values newslot holds, with the stored
+ * results (generated columns after them) computed as the executor would.
+ */
+static void
+store_with_results(ResultRelInfo *rri, EState *estate, TupleTableSlot *newslot, int ncols)
+{
+	TupleDesc	desc = newslot->tts_tupleDescriptor;
+
+	for (int i = ncols; i < desc->natts; i++)
+	{
+		newslot->tts_values[i] = (Datum) 0;
+		newslot->tts_isnull[i] = true;
+	}
+	ExecStoreVirtualTuple(newslot);
+	if (desc->constr && desc->constr->has_generated_stored)
+		/* every result anew: all states may have changed */
+		ExecComputeStoredGenerated(rri, estate, newslot, CMD_INSERT);
 }
 
 /* Equality scan keys of the index for one group key (NULLs searched) */
@@ -378,7 +404,7 @@ MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql)
 							break;
 					}
 				}
-				ExecStoreVirtualTuple(newslot);
+				store_with_results(rri, estate, newslot, ncols);
 				simple_table_tuple_update(rel, &oldslot->tts_tid, newslot,
 										  estate->es_snapshot, &update_indexes);
 				if (update_indexes)
@@ -389,7 +415,7 @@ MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql)
 				/* a new group: the delta row is the stored row */
 				memcpy(newslot->tts_values, dvalues, sizeof(Datum) * ncols);
 				memcpy(newslot->tts_isnull, dnulls, sizeof(bool) * ncols);
-				ExecStoreVirtualTuple(newslot);
+				store_with_results(rri, estate, newslot, ncols);
 				table_tuple_insert(rel, newslot, cid, 0, NULL);
 				ExecInsertIndexTuples(rri, newslot, estate, false, false, NULL, NIL);
 			}

@@ -116,9 +116,29 @@ view_query_sql(Oid viewid)
 	return def;
 }
 
-/* SELECT list of the view's columns from the state rows of alias t */
+/* Does the storage hold every aggregate's result (f<n> columns)? */
+static bool
+has_stored_finals(Oid storage_oid, MvDef *def)
+{
+	ListCell   *lc;
+
+	foreach(lc, def->viewcols)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_AGG && !col->derived_count &&
+			get_attnum(storage_oid, MvStoredFinalName(col)) == InvalidAttrNumber)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * SELECT list of the view's columns from the state rows of alias t: the
+ * stored results when there are (finals), else each state finalized.
+ */
 static char *
-finalized_columns(Oid viewid, MvDef *def)
+finalized_columns(Oid viewid, MvDef *def, bool finals)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -131,10 +151,11 @@ finalized_columns(Oid viewid, MvDef *def)
 		char	   *phys = psprintf("t.%s", quote_identifier(col->physname));
 		char	   *type = format_type_with_typemod(col->typid, col->typmod);
 
+		if (col->role == MV_COL_AGG && !col->derived_count)
+			phys = finals ? psprintf("t.%s", quote_identifier(MvStoredFinalName(col))) :
+				MvStateFinalSql(col, phys);
 		appendStringInfo(&sql, "%s(%s)::%s AS %s", foreach_current_index(lc) ? ", " : "",
-						 col->role == MV_COL_AGG && !col->derived_count ?
-						 MvStateFinalSql(col, phys) : phys,
-						 type, quote_identifier(get_attname(viewid, col->attnum, false)));
+						 phys, type, quote_identifier(get_attname(viewid, col->attnum, false)));
 	}
 	return sql.data;
 }
@@ -158,13 +179,15 @@ read_query(Oid viewid, RangeTblEntry *orig)
 	{
 		char	   *branch = psprintf("mvinc._read_branch(%u::pg_catalog.oid)", viewid);
 		char	   *storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
+		bool		finals = has_stored_finals(cat->storage_oid, def);
 
 		appendStringInfo(&sql, "%s FROM %s t WHERE %s = 'fresh' UNION ALL ",
-						 finalized_columns(viewid, def), storage, branch);
+						 finalized_columns(viewid, def, finals), storage, branch);
 		if (OidIsValid(cat->append_oid))
 			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'merge' UNION ALL ",
-							 finalized_columns(viewid, def),
-							 MvAppendMergedSql(def, cat->storage_oid, cat->append_oid), branch);
+							 finalized_columns(viewid, def, finals),
+							 MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals),
+							 branch);
 		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE %s %s",
 						 view_query_sql(viewid), branch,
 						 OidIsValid(cat->append_oid) ? "= 'live'" : "<> 'fresh'");

@@ -122,6 +122,21 @@ MvStateFinalSql(MvColumn *col, const char *state)
 					typed_null(col->typid, col->typmod, col->collation));
 }
 
+/* The stored result's expression (a generated column) over state column state */
+char *
+MvStateStoredFinalSql(MvColumn *col, const char *state)
+{
+	return psprintf("mvinc._agg_final_stored(%s, %s, %s)", agg_literal(col), state,
+					typed_null(col->typid, col->typmod, col->collation));
+}
+
+/* Name of the storage column holding view column col's stored result */
+char *
+MvStoredFinalName(MvColumn *col)
+{
+	return psprintf("f%d", col->attnum);
+}
+
 /*
  * Aggregate expression applying the change-log rows of alias (a group's)
  * to base: new images add, old images retract, inserts first.  NULL when
