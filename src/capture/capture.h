@@ -121,7 +121,7 @@ extern void MvincHorizonAdvance(bool start);
 extern void MvincHorizonRecheck(void);
 
 /* capture_retention.c */
-extern void MvincRetentionPass(void);
+extern bool MvincRetentionPass(void);
 extern void MvincMarkChangesLost(XLogRecPtr upto);
 
 #endif							/* MVINC_CAPTURE_H */

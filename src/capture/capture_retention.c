@@ -4,7 +4,9 @@
  *
  *	  A change log whose source has consumers loses the rows with lsn <=
  *	  the smallest needed_lsn of its consumers, deleted by the capture
- *	  worker 10000 per transaction; mvinc.tracked.retained_from records the
+ *	  worker 10000 per transaction, one such batch per change log per pass
+ *	  so that capture goes on in between (a refresh waiting for capture
+ *	  must not wait for a whole retention); mvinc.tracked.retained_from records the
  *	  bound first, so a consumer can tell that rows it needs are gone.  A
  *	  source with no consumer (tracked only through mvinc.track) keeps every
  *	  row until it is untracked.  The same pass untracks sources dropped in
@@ -90,13 +92,14 @@ MvincRetainedFrom(Oid relid)
 }
 
 /*
- * Worker: delete change log rows no consumer needs, 10000 per transaction,
- * and untrack sources that no longer exist (dropped by DROP SCHEMA CASCADE
+ * Worker: delete change log rows no consumer needs, one transaction of at
+ * most 10000 per change log (true when some log may have more), and untrack sources that no longer exist (dropped by DROP SCHEMA CASCADE
  * or DROP OWNED, which the utility hook does not see).
  */
-void
+bool
 MvincRetentionPass(void)
 {
+	bool		more = false;
 	int			spi_nest;
 	List	   *work = NIL;
 	ListCell   *lc;
@@ -159,44 +162,41 @@ MvincRetentionPass(void)
 			XLogRecPtr	needed = *(XLogRecPtr *) lsecond(item);
 			Oid			relid = linitial_oid(ids);
 			Oid			logid = lsecond_oid(ids);
+			char	   *logname;
+			StringInfoData sql;
+			uint64		deleted = 0;
+			Oid			argtypes[2] = {OIDOID, PG_LSNOID};
+			Datum		args[2] = {ObjectIdGetDatum(relid), LSNGetDatum(needed)};
 
-			for (;;)
+			StartTransactionCommand();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			logname = get_rel_name(logid);
+			if (logname != NULL)
 			{
-				char	   *logname;
-				StringInfoData sql;
-				uint64		deleted = 0;
-				Oid			argtypes[2] = {OIDOID, PG_LSNOID};
-				Datum		args[2] = {ObjectIdGetDatum(relid), LSNGetDatum(needed)};
-
-				StartTransactionCommand();
-				PushActiveSnapshot(GetTransactionSnapshot());
-				logname = get_rel_name(logid);
-				if (logname != NULL)
-				{
-					spi_nest = MvincSpiConnect();
-					/* Publish the bound before any row below it goes */
-					SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $2 "
-										  "WHERE relid = $1 AND retained_from < $2",
-										  2, argtypes, args, NULL, false, 0);
-					initStringInfo(&sql);
-					appendStringInfo(&sql,
-									 "DELETE FROM %s WHERE ctid = ANY (ARRAY("
-									 "SELECT ctid FROM %s WHERE _mvinc_lsn <= $2 LIMIT 10000))",
-									 quote_qualified_identifier(MVINC_SCHEMA, logname),
-									 quote_qualified_identifier(MVINC_SCHEMA, logname));
-					if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) == SPI_OK_DELETE)
-						deleted = SPI_processed;
-					MvincSpiFinish(spi_nest);
-				}
-				PopActiveSnapshot();
-				CommitTransactionCommand();
-				if (deleted < 10000)
-					break;
-				CHECK_FOR_INTERRUPTS();
+				spi_nest = MvincSpiConnect();
+				/* Publish the bound before any row below it goes */
+				SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $2 "
+									  "WHERE relid = $1 AND retained_from < $2",
+									  2, argtypes, args, NULL, false, 0);
+				initStringInfo(&sql);
+				appendStringInfo(&sql,
+								 "DELETE FROM %s WHERE ctid = ANY (ARRAY("
+								 "SELECT ctid FROM %s WHERE _mvinc_lsn <= $2 LIMIT 10000))",
+								 quote_qualified_identifier(MVINC_SCHEMA, logname),
+								 quote_qualified_identifier(MVINC_SCHEMA, logname));
+				if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, false, 0) == SPI_OK_DELETE)
+					deleted = SPI_processed;
+				MvincSpiFinish(spi_nest);
 			}
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+			/* a full batch: there may be more, for the next pass */
+			more |= (deleted == 10000);
+			CHECK_FOR_INTERRUPTS();
 		}
 	}
 	MemoryContextDelete(pass_cxt);
+	return more;
 }
 
 /*

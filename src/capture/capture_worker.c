@@ -61,6 +61,9 @@
 /* How long a batch may wait for more changes once all WAL is read */
 #define BATCH_GATHER_MS		10
 
+/* Time between two retention batches while rows wait to be deleted */
+#define RETENTION_BATCH_GAP_MS	200
+
 CaptureWorkerSlot *MyCaptureSlot = NULL;
 
 /* Fill in the registration of a database's capture worker */
@@ -408,6 +411,7 @@ capture_loop(void)
 	bool		decoded_since_nap = false;
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
+	bool		retention_pending = false;
 	bool		created;
 
 	MvincCaptureSlotName(MyDatabaseId, name);
@@ -563,11 +567,17 @@ capture_loop(void)
 			}
 			MvincHorizonRecheck();
 		}
+		/*
+		 * Retention a batch at a time, between capture batches and some way
+		 * apart: a refresh waiting for capture then waits for one batch at
+		 * most, and deletions do not take a CPU of a small machine for long.
+		 */
 		if (TimestampDifferenceExceeds(last_retention, GetCurrentTimestamp(),
+									   retention_pending ? RETENTION_BATCH_GAP_MS :
 									   mvinc_retention_interval_ms))
 		{
 			last_retention = GetCurrentTimestamp();
-			MvincRetentionPass();
+			retention_pending = MvincRetentionPass();
 		}
 
 		/*
@@ -580,7 +590,9 @@ capture_loop(void)
 		if (!decoded_since_nap)
 			confirm_pending(true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 decoded_since_nap ? BATCH_GATHER_MS : mvinc_capture_naptime_ms,
+						 decoded_since_nap ? BATCH_GATHER_MS :
+						 retention_pending ? Min(RETENTION_BATCH_GAP_MS, mvinc_capture_naptime_ms) :
+						 mvinc_capture_naptime_ms,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		decoded_since_nap = false;
