@@ -12,8 +12,9 @@
  *	  state).  Reads do that merge while the table is not empty (the
  *	  'merge' read branch); compaction folds the rows into the storage's
  *	  one row per group (mv_merge.c) and deletes them.  A refresh compacts
- *	  when the rows would exceed mvinc.compact_fraction of the storage's
- *	  rows, and before every refresh that is not an append (retraction
+ *	  when its rows could take the table past mvinc.compact_fraction of the
+ *	  storage's rows (and then merges its delta straight into the storage),
+ *	  and before every refresh that is not an append (retraction
  *	  and regrouping work on one row per group); mvinc.compact(view) does
  *	  it on demand.  The count of rows, mvinc.mv_view.append_rows, changes
  *	  in the same transaction as the rows, so readers that see the catalog
@@ -42,7 +43,7 @@
 /* mvinc.compact_fraction */
 double		mvinc_compact_fraction = 1.0;
 
-/* Delta rows fetched from the cursor and inserted at a time */
+/* Delta rows handed to the table AM's multi-insert at a time */
 #define APPEND_BATCH 128
 
 static uint64 insert_states(Oid append_oid, const char *select_sql);
