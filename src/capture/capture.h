@@ -79,6 +79,7 @@ extern CaptureShared *MvincCaptureShared;
 extern int	mvinc_capture_batch_rows;
 extern int	mvinc_capture_naptime_ms;
 extern int	mvinc_retention_interval_ms;
+extern int	mvinc_capture_nice;
 extern CaptureWorkerSlot *MvincCaptureSlotFor(Oid dboid, bool create);
 extern void MvincCaptureSlotName(Oid dboid, char *name);
 
@@ -94,6 +95,7 @@ extern TupleDesc MvincCaptureBufferDesc;
 
 /* capture_writer.c */
 extern void MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied);
+extern void MvincCaptureYield(void);
 extern XLogRecPtr MvincWriterReadProgress(void);
 
 /* capture_worker.c */

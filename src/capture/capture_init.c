@@ -37,6 +37,7 @@ CaptureShared *MvincCaptureShared = NULL;
 int			mvinc_capture_batch_rows = 10000;
 int			mvinc_capture_naptime_ms = 50;
 int			mvinc_retention_interval_ms = 10000;
+int			mvinc_capture_nice = 0;
 static int	capture_max_databases = 16;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -286,6 +287,11 @@ MvincCaptureInit(void)
 							"How often the capture worker removes change log rows no consumer needs.",
 							NULL, &mvinc_retention_interval_ms, 10000, 100, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mvinc.capture_nice",
+							"Scheduling niceness of the capture workers (0 = that of the server).",
+							"A higher value gives the backends whose writes it decodes precedence on a busy machine; capture then lags while they keep the CPUs busy.",
+							&mvinc_capture_nice, 0, 0, 19,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	/* A PGC_POSTMASTER setting can only be defined while preloading */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("mvinc.capture_max_databases",

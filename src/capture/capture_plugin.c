@@ -324,6 +324,8 @@ emit_row(PluginState *st, Relation rel, char op, char image,
 	serialize_image(&buf, rel, tuple, fill, keys_only);
 	buffer_put(&buf);
 	MvincCaptureBufferedRows++;
+	/* a large transaction's changes all come out of its commit record */
+	MvincCaptureYield();
 }
 
 /* ---------------------------------------------------------------------

@@ -41,9 +41,12 @@
 #include "mvinc.h"
 #include "capture/capture.h"
 
-/* Rows per table_multi_insert call */
-#define MULTI_INSERT_ROWS	1000
-#define MULTI_INSERT_BYTES	(8 * 1024 * 1024)
+/*
+ * Rows per table_multi_insert call: as COPY does, a batch of some 64 kB
+ * (also a bound on how long the worker runs without yielding the CPU)
+ */
+#define MULTI_INSERT_ROWS	128
+#define MULTI_INSERT_BYTES	(64 * 1024)
 
 /* A change log opened for the current batch */
 typedef struct Target
@@ -150,6 +153,7 @@ flush_target(Target *t, EState *estate, CommandId cid)
 			list_free(ExecInsertIndexTuples(t->rri, t->slots[i], estate, false, false, NULL, NIL));
 		ResetPerTupleExprContext(estate);
 		ExecClearTuple(t->slots[i]);
+		MvincCaptureYield();
 	}
 	t->nbuffered = 0;
 	t->buffered_bytes = 0;
@@ -418,6 +422,7 @@ MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied)
 			t->buffered_bytes += ExecFetchSlotHeapTuple(slot, false, NULL)->t_len;
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(rowcxt);
+			MvincCaptureYield();
 			if (++t->nbuffered == MULTI_INSERT_ROWS || t->buffered_bytes > MULTI_INSERT_BYTES)
 				flush_target(t, estate, cid);
 		}

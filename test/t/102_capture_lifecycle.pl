@@ -63,6 +63,33 @@ is($node->safe_psql('db1', "SELECT string_agg(id::text, ',' ORDER BY id) FROM $l
 	'after a restart the worker runs again and captures');
 is(workers('db1'), '1', 'one worker after restart');
 
+# mvinc.capture_nice: the worker runs that much nicer than the server,
+# from a reload on.
+sub niceness
+{
+	my ($pid) = @_;
+	my $stat = slurp_file("/proc/$pid/stat");
+	$stat =~ s/^.*\) //s;    # after the command name: state is field 3
+	return (split / /, $stat)[16];    # field 19
+}
+SKIP:
+{
+	skip 'no /proc', 1 unless -e "/proc/$$/stat";
+	my $postmaster = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
+	$node->append_conf('postgresql.conf', "mvinc.capture_nice = 7");
+	$node->reload;
+	my $nicer = 0;
+	for (1 .. 100)
+	{
+		my $pid = $node->safe_psql('db1',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker' AND datname = 'db1'");
+		$nicer = niceness($pid) - niceness($postmaster) if $pid;
+		last if $nicer == 7;
+		usleep(100_000);
+	}
+	is($nicer, 7, 'mvinc.capture_nice: the worker runs 7 nicer after a reload');
+}
+
 # Errors: the worker records the error, restarts with backoff, and loses
 # and duplicates nothing once the cause is gone.
 $node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE int USING NULL");
