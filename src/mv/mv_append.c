@@ -330,10 +330,13 @@ append_destroy(DestReceiver *self)
 
 /*
  * Insert the rows of select_sql (storage columns in order) into the
- * append table.  The delta is aggregated by hashing: the change log's
- * statistics lag far behind, so the planner's row estimate (and its
- * choice of a sort) is off.  Runs in the caller's SPI connection; returns
- * the rows inserted.
+ * append table.  The delta is aggregated over sorted input, whatever the
+ * planner estimates from the change log's lagging statistics: an append
+ * touches about as many groups as it has rows, and a hash table of that
+ * many aggregate states is fresh memory to fault in (a 1% append of the
+ * benchmark: 22 MB, 7,000 page faults, 65-71 ms; sorted: 2,800 faults,
+ * 46-50 ms).  Runs in the caller's SPI connection; returns the rows
+ * inserted.
  */
 static uint64
 insert_states(Oid append_oid, const char *select_sql)
@@ -356,7 +359,7 @@ insert_states(Oid append_oid, const char *select_sql)
 									  ALLOCSET_DEFAULT_SIZES);
 
 	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+	(void) set_config_option("enable_hashagg", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	plan = SPI_prepare(select_sql, 0, NULL);
 	if (plan == NULL)
