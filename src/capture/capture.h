@@ -58,6 +58,7 @@ typedef struct CaptureWorkerSlot
 	bool		slot_ready;		/* slot exists and is consistent */
 	XLogRecPtr	captured_lsn;	/* every commit ending <= this is applied */
 	XLogRecPtr	confirmed_lsn;	/* slot's confirmed_flush as we set it */
+	XLogRecPtr	wanted_lsn;		/* a backend waits for capture up to here */
 	int			failures;		/* consecutive failed runs (for backoff) */
 	uint64		hold_requests;	/* MvincHoldHorizonFor calls (capture_horizon.c) */
 	bool		db_dropped;		/* DROP DATABASE stopped it: never restart */

@@ -92,19 +92,31 @@ wait_for_captured(XLogRecPtr lsn, int timeout_ms, bool stop_if_not_running,
 {
 	TimestampTz start = GetCurrentTimestamp();
 	XLogRecPtr	captured = InvalidXLogRecPtr;
+	XLogRecPtr	reachable;
+	CaptureWorkerSlot *s;
 
 	*running = false;
 	err[0] = '\0';
 	lsn = MvincRecordEndFloor(lsn);
 
 	/* The worker reads only flushed WAL (a flush is not a data write) */
-	XLogFlush(MvincRecordEndFloor(Min(lsn, GetXLogInsertRecPtr())));
+	reachable = MvincRecordEndFloor(Min(lsn, GetXLogInsertRecPtr()));
+	XLogFlush(reachable);
+
+	/*
+	 * Tell the worker that someone waits (it then defers its other work)
+	 * up to a position it will reach, not a future one
+	 */
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	s = MvincCaptureSlotFor(MyDatabaseId, false);
+	if (s != NULL && s->wanted_lsn < reachable)
+		s->wanted_lsn = reachable;
+	LWLockRelease(MvincCaptureShared->lock);
 	MvincWakeWorker(MyDatabaseId);
 
 	ConditionVariablePrepareToSleep(&MvincCaptureShared->progress_cv);
 	for (;;)
 	{
-		CaptureWorkerSlot *s;
 		long		left;
 
 		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);

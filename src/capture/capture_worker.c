@@ -331,6 +331,22 @@ publish_progress(XLogRecPtr captured)
 }
 
 /*
+ * Does a backend wait for capture past what is published?  Then the worker
+ * neither gathers more WAL into the batch nor starts a retention batch:
+ * a refresh or a read waits on it.
+ */
+static bool
+someone_waits(void)
+{
+	bool		waits;
+
+	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+	waits = MyCaptureSlot->wanted_lsn > MyCaptureSlot->captured_lsn;
+	LWLockRelease(MvincCaptureShared->lock);
+	return waits;
+}
+
+/*
  * A batch committed asynchronously whose commit record may not be flushed
  * yet: the slot is confirmed up to pending_upto once WAL is flushed up to
  * pending_commit_end (never before: a crash would lose the batch while
@@ -595,7 +611,7 @@ capture_loop(void)
 			long		gathered_ms;
 
 			gathered_ms = TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp());
-			if (gathered_ms < BATCH_GATHER_MS)
+			if (gathered_ms < BATCH_GATHER_MS && !someone_waits())
 			{
 				/*
 				 * One sleep for the rest of the gathering time, not many
@@ -632,7 +648,8 @@ capture_loop(void)
 		 */
 		if (TimestampDifferenceExceeds(last_retention, GetCurrentTimestamp(),
 									   retention_pending ? RETENTION_BATCH_GAP_MS :
-									   mvinc_retention_interval_ms))
+									   mvinc_retention_interval_ms) &&
+			!someone_waits())
 		{
 			last_retention = GetCurrentTimestamp();
 			retention_pending = MvincRetentionPass();
