@@ -347,6 +347,37 @@ someone_waits(void)
 }
 
 /*
+ * Page reader of the worker's decoding context.  The worker only starts a
+ * record below the flushed position, but the record can go on past it:
+ * the WAL writer flushes whole pages, often in the middle of a record.
+ * read_local_xlog_page would then poll until the rest is flushed, up to
+ * wal_writer_delay later, and a refresh waiting for what the worker had
+ * already decoded waited that long too (about 200 ms, every few
+ * refreshes, in test/bench/mv).  Here the worker waits on its latch, and
+ * when a backend waits for capture it flushes the rest itself.
+ */
+static int
+capture_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
+				  XLogRecPtr targetRecPtr, char *cur_page)
+{
+	XLogRecPtr	need = targetPagePtr + reqLen;
+
+	while (!RecoveryInProgress() && GetFlushRecPtr(NULL) < need)
+	{
+		if (someone_waits())
+		{
+			XLogFlush(Min(need, GetXLogInsertRecPtr()));
+			break;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 BATCH_GATHER_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
+/*
  * A batch committed asynchronously whose commit record may not be flushed
  * yet: the slot is confirmed up to pending_upto once WAL is flushed up to
  * pending_commit_end (never before: a crash would lose the batch while
@@ -548,7 +579,7 @@ capture_loop(void)
 	MvincCaptureWorkerMode = true;
 
 	ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, false,
-								XL_ROUTINE(.page_read = read_local_xlog_page,
+								XL_ROUTINE(.page_read = capture_read_page,
 										   .segment_open = wal_segment_open,
 										   .segment_close = wal_segment_close),
 								NULL, NULL, NULL);

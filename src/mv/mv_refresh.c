@@ -42,6 +42,7 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "mv/mv.h"
 
@@ -895,6 +896,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 				ntrunc,
 				nkeyonly;
 	MvDeltaSummary sum;
+	TimestampTz started = GetCurrentTimestamp();
+	TimestampTz waited;
 
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);
@@ -903,7 +906,9 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	rc->changelog = MvSourceName(changelog);
 
 	take_snapshot(rc);
+	waited = GetCurrentTimestamp();
 	MvWaitForCapture(rc->target);
+	waited = GetCurrentTimestamp() - waited;
 
 	rc->delta = psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
 						 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
@@ -973,6 +978,10 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
 	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true,
 						   rc->cat->append_rows);
+	ereport(DEBUG1,
+			(errmsg_internal("refresh of \"%s\": %s, %lld changes, %.1f ms waiting for capture, %.1f ms in all",
+							 get_rel_name(rc->viewid), res->mode, (long long) res->changes,
+							 waited / 1000.0, (GetCurrentTimestamp() - started) / 1000.0)));
 }
 
 /*
