@@ -61,6 +61,24 @@ my $log = $node->safe_psql('postgres', "SELECT mvinc.track('wide')");
 is($node->safe_psql('postgres', "SELECT string_agg(_mvinc_image::text || coalesce(length(big)::text, ''), ' ' ORDER BY _mvinc_lsn, _mvinc_seq, _mvinc_image = 'n') FROM $log"),
 	'n5000 k n5000', 'the unchanged TOASTed value is logged whole');
 
+# While held, the horizon trails writes by about a second (the worker logs
+# running transactions itself), not the bgwriter's 15 seconds: within 6 s
+# of steady writes it passes a transaction that was the newest at the start.
+my $start = $node->safe_psql('postgres', 'SELECT txid_current()');
+my $passed = 0;
+for (1 .. 60)
+{
+	$node->safe_psql('postgres', 'UPDATE wide SET small = small + 1');
+	if ($node->safe_psql('postgres',
+			"SELECT xmin::text::bigint > $start % 4294967296 FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'") eq 't')
+	{
+		$passed = 1;
+		last;
+	}
+	usleep(100_000);
+}
+ok($passed, 'the held horizon follows writes within seconds');
+
 # REPLICA IDENTITY FULL: released once capture passed that point.
 $node->safe_psql('postgres', 'ALTER TABLE wide REPLICA IDENTITY FULL');
 ok(wait_xmin('f'), 'FULL identity: released');
