@@ -32,6 +32,7 @@
 #include "storage/procarray.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "mvinc.h"
 #include "capture/capture.h"
@@ -105,18 +106,48 @@ MvincHoldHorizonFor(Oid relid)
 }
 
 /*
- * Worker side, after each confirmation: keep a held horizon at the slot's
- * catalog_xmin.  An UPDATE that left a TOASTed column unchanged is decoded
- * with a pointer to the old value's TOAST chunks; whoever later deletes
- * them has an xid >= catalog_xmin (it commits after the change we still
- * have to decode), so holding the horizon there keeps VACUUM from removing
- * them before the writer fetched them.  With start, hold it when a tracked
- * source needs it (MvincHorizonRecheck releases it when that is safe).
+ * Where the held horizon may move next: every transaction whose commit
+ * record ends after candidate_lsn has an xid >= candidate_xmin.  Taken by
+ * reading the oldest running xid first and the WAL insert position after:
+ * a transaction that had already left the proc array had inserted its
+ * commit record before that position, and any other one is running or
+ * starts later.
+ */
+static TransactionId candidate_xmin = InvalidTransactionId;
+static XLogRecPtr candidate_lsn = InvalidXLogRecPtr;
+
+/* The slot file is written at most this often for an advance alone */
+#define HORIZON_SAVE_INTERVAL_MS	1000
+
+/*
+ * Worker side, after each confirmation: move a held horizon forward.  An
+ * UPDATE that left a TOASTed column unchanged is decoded with a pointer to
+ * the old value's TOAST chunks, which only a later transaction deletes: one
+ * that commits after the change we still have to decode.  So once the
+ * slot is confirmed up to candidate_lsn, candidate_xmin keeps every chunk a
+ * change still to decode may need.  The catalog_xmin is such a bound too
+ * (oldest running xid at a running-xacts record before the restart point),
+ * but it moves only at those records: the bgwriter logs one every 15 s,
+ * and 15 s of dead versions in every table of the database made almost no
+ * update HOT under steady writes.  The candidate moves every batch.
+ *
+ * With start, hold it when a tracked source needs it (MvincHorizonRecheck
+ * releases it when that is safe); the hold starts at the catalog_xmin.
+ *
+ * The slot file is saved at once when the hold starts here or in a
+ * backend (after a crash it must hold before we run), and at most once a
+ * second for an advance alone: an older xmin on disk is only more
+ * cautious, and the changes between the confirmed position on disk and
+ * the applied one are skipped on restart, never fetched.
  */
 void
 MvincHorizonAdvance(bool start)
 {
+	static TimestampTz last_save = 0;
+	static bool advance_unsaved = false;
 	ReplicationSlot *slot = MyReplicationSlot;
+	TransactionId target;
+	bool		started = false;
 	bool		changed = false;
 	bool		dirty;
 
@@ -129,24 +160,53 @@ MvincHorizonAdvance(bool start)
 		CommitTransactionCommand();
 	}
 	SpinLockAcquire(&slot->mutex);
-	if ((start || TransactionIdIsValid(slot->data.xmin)) &&
-		slot->data.xmin != slot->data.catalog_xmin)
+	target = slot->data.catalog_xmin;
+	if (TransactionIdIsValid(candidate_xmin) &&
+		slot->data.confirmed_flush >= candidate_lsn)
 	{
-		slot->data.xmin = slot->data.catalog_xmin;
-		slot->effective_xmin = slot->data.catalog_xmin;
+		if (TransactionIdFollows(candidate_xmin, target))
+			target = candidate_xmin;
+		candidate_xmin = InvalidTransactionId;
+	}
+	if (!TransactionIdIsValid(slot->data.xmin))
+		started = start;
+	if (TransactionIdIsValid(target) &&
+		(started || (TransactionIdIsValid(slot->data.xmin) &&
+					 TransactionIdFollows(target, slot->data.xmin))))
+	{
+		slot->data.xmin = target;
+		slot->effective_xmin = target;
 		changed = true;
 	}
 	dirty = slot->dirty;
 	SpinLockRelease(&slot->mutex);
 	if (start)
 		release_at = InvalidXLogRecPtr;
-	/* Saved at once: after a crash the horizon must hold before we run */
+
+	/* dirty, and not by an advance of ours: a backend took the hold */
+	if (dirty && !advance_unsaved)
+		started = true;
 	if (changed)
+	{
 		ReplicationSlotMarkDirty();
-	if (changed || dirty)
-		ReplicationSlotSave();
-	if (changed)
 		ReplicationSlotsComputeRequiredXmin(false);
+		advance_unsaved = true;
+	}
+	if (started || (advance_unsaved &&
+					TimestampDifferenceExceeds(last_save, GetCurrentTimestamp(),
+											   HORIZON_SAVE_INTERVAL_MS)))
+	{
+		ReplicationSlotSave();
+		last_save = GetCurrentTimestamp();
+		advance_unsaved = false;
+	}
+
+	/* The next candidate, once this one is passed */
+	if (!TransactionIdIsValid(candidate_xmin))
+	{
+		candidate_xmin = GetOldestActiveTransactionId();
+		candidate_lsn = GetXLogInsertRecPtr();
+	}
 }
 
 /* Does any tracked source need the horizon?  (In a transaction) */

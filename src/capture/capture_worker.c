@@ -52,7 +52,6 @@
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
-#include "storage/standby.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -379,26 +378,6 @@ capture_read_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
 }
 
 /*
- * While the slot holds the data horizon (capture_horizon.c), it holds it at
- * its catalog_xmin, which moves only when decoding meets a running-xacts
- * record: the bgwriter logs one every 15 seconds, so every table of the
- * database kept 15 seconds of dead row versions (under 10k updates a
- * second, almost no update was HOT).  The worker logs one itself, once a
- * second while WAL comes, so the horizon trails by about a second.
- */
-static void
-advance_catalog_horizon(void)
-{
-	bool		held;
-
-	SpinLockAcquire(&MyReplicationSlot->mutex);
-	held = TransactionIdIsValid(MyReplicationSlot->data.xmin);
-	SpinLockRelease(&MyReplicationSlot->mutex);
-	if (held)
-		(void) LogStandbySnapshot();
-}
-
-/*
  * A batch committed asynchronously whose commit record may not be flushed
  * yet: the slot is confirmed up to pending_upto once WAL is flushed up to
  * pending_commit_end (never before: a crash would lose the batch while
@@ -533,7 +512,6 @@ capture_loop(void)
 	uint32		records_read = 0;
 	bool		decoded_since_nap = false;
 	TimestampTz last_check = GetCurrentTimestamp();
-	bool		decoded_since_check = false;
 	TimestampTz last_retention = 0;
 	bool		retention_pending = false;
 	bool		created;
@@ -637,7 +615,6 @@ capture_loop(void)
 			if (record != NULL)
 				LogicalDecodingProcessRecord(ctx, ctx->reader);
 			decoded_since_nap = true;
-			decoded_since_check = true;
 			MvincCaptureYield();
 
 			if (MvincCaptureBufferedRows > 0 && batch_start == 0)
@@ -694,9 +671,6 @@ capture_loop(void)
 				proc_exit(0);
 			}
 			MvincHorizonRecheck();
-			if (decoded_since_check)
-				advance_catalog_horizon();
-			decoded_since_check = false;
 		}
 		/*
 		 * Retention a batch at a time, between capture batches and some way
