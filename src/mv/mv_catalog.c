@@ -165,8 +165,13 @@ bool
 MvIsStorageTable(Oid relid)
 {
 	bool		found;
+	char	   *name;
 
 	if (!MvincExtensionReady() || get_rel_namespace(relid) != MvincSchemaOid())
+		return false;
+	/* Named mv_<view oid>[_append] (MvCreateStorage): others need no lookup */
+	name = get_rel_name(relid);
+	if (name == NULL || strncmp(name, "mv_", 3) != 0 || !isdigit((unsigned char) name[3]))
 		return false;
 	MvSpiConnect();
 	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE storage_oid = $1 "
