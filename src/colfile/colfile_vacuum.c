@@ -29,6 +29,7 @@
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -174,6 +175,46 @@ index_columns(IndexInfo *ii)
 	return needed;
 }
 
+/*
+ * An index build over a caller's MVCC scan: every row that snapshot sees,
+ * as live. This is what amcheck's heapallindexed verification asks for
+ * (bt_index_check and bt_index_parent_check register their own snapshot);
+ * the scan is ended here, as table_index_build_scan's contract says.
+ */
+static double
+index_build_mvcc_scan(Relation table_rel, Relation index_rel,
+					  IndexInfo *index_info, TableScanDesc scan,
+					  IndexBuildCallback callback, void *callback_state)
+{
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	TupleTableSlot *slot = table_slot_create(table_rel, NULL);
+	ExprState  *predicate;
+	double		reltuples = 0;
+
+	econtext->ecxt_scantuple = slot;
+	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+
+		CHECK_FOR_INTERRUPTS();
+		MemoryContextReset(econtext->ecxt_per_tuple_memory);
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		FormIndexDatum(index_info, slot, estate, values, isnull);
+		callback(index_rel, &slot->tts_tid, values, isnull, true, callback_state);
+		reltuples += 1;
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	index_info->ii_ExpressionsState = NIL;
+	index_info->ii_PredicateState = NULL;
+	return reltuples;
+}
+
 /* Feed every row that may be visible to someone into an index build */
 double
 colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
@@ -196,11 +237,15 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	ColfileProj *proj;
 	MemoryContext cxt;
 
+	if (scan != NULL && IsMVCCSnapshot(scan->rs_snapshot))
+		return index_build_mvcc_scan(table_rel, index_rel, index_info, scan,
+									 callback, callback_state);
 	if (index_info->ii_Concurrent)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
 						RelationGetRelationName(table_rel)),
+				 errdetail("colfile cannot yet build an index while the table is written."),
 				 errhint("Use CREATE INDEX without CONCURRENTLY.")));
 	ColfileFlushAllForRead(RelationGetRelid(table_rel));
 	estate = CreateExecutorState();
@@ -263,6 +308,8 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 		ExecClearTuple(slot);
 		ColfileFreeGroup(gc);
 	}
+	if (scan != NULL)
+		table_endscan(scan);	/* a caller's scan is ours to end */
 	ExecDropSingleTupleTableSlot(slot);
 	FreeExecutorState(estate);
 	MemoryContextDelete(cxt);
@@ -364,6 +411,32 @@ aborted_groups(Oid relfilenode, int *n)
 	return arr;
 }
 
+/*
+ * Make this lazy VACUUM's transaction an ordinary one before it writes.
+ *
+ * PostgreSQL marks a lazy VACUUM PROC_IN_VACUUM and leaves its transaction
+ * id out of every snapshot, because heap's VACUUM never takes one. Ours
+ * does: it deletes metadata rows. A reader whose snapshot neither lists that
+ * id as running nor finds it committed judges the deletion aborted and
+ * hints the tuple so for good (HEAP_XMAX_INVALID): the row group comes back
+ * with its row states gone, deleted rows included, while its index entries
+ * are already removed. With the flag cleared before the id is taken, the id
+ * is in every snapshot taken while it runs, as any writer's is. The price:
+ * this VACUUM's xmin holds back other VACUUMs' horizon until it commits.
+ * (docs/internals.md, "Who may write colfile metadata".)
+ */
+static void
+vacuum_become_ordinary_writer(void)
+{
+	Assert(!TransactionIdIsValid(GetTopTransactionIdIfAny()));
+	if (!(MyProc->statusFlags & PROC_IN_VACUUM))
+		return;
+	LWLockAcquire(ProcArrayLock, LW_EXCLUSIVE);
+	MyProc->statusFlags &= ~PROC_IN_VACUUM;
+	ProcGlobal->statusFlags[MyProc->pgxactoff] = MyProc->statusFlags;
+	LWLockRelease(ProcArrayLock);
+}
+
 /* VACUUM: clean indexes, drop dead row groups, prune locks, update stats */
 void
 colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
@@ -380,6 +453,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 				dead = 0;
 	BlockNumber nblocks;
 
+	vacuum_become_ordinary_writer();
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	memset(&vs, 0, sizeof(vs));
 	vs.fates = build_fates(relfilenode, oldest_xmin);
