@@ -96,11 +96,12 @@ CREATE EVENT TRIGGER mvinc_mv_sql_drop ON sql_drop
     EXECUTE FUNCTION mvinc._on_sql_drop();
 
 -- ALTER of a source bumps its generation: the next refresh is 'full'.
+-- A view's new owner gets its storage tables.
 CREATE FUNCTION mvinc._on_ddl_end() RETURNS event_trigger
     LANGUAGE c
     AS 'MODULE_PATHNAME', 'mvinc_on_ddl_end';
 CREATE EVENT TRIGGER mvinc_mv_ddl_end ON ddl_command_end
-    WHEN TAG IN ('ALTER TABLE')
+    WHEN TAG IN ('ALTER TABLE', 'ALTER MATERIALIZED VIEW')
     EXECUTE FUNCTION mvinc._on_ddl_end();
 
 -- Reads of a view are redirected to mvinc.mv_<oid> and mvinc._fresh():

@@ -431,7 +431,9 @@ MvincDropTracking(Oid relid, Oid logid)
 						PERFORM_DELETION_QUIETLY);
 	}
 	SetUserIdAndSecContext(save_userid, save_sec);
-	CacheInvalidateRelcacheByRelid(relid);
+	/* a dropped source has no relcache entry left to invalidate */
+	if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		CacheInvalidateRelcacheByRelid(relid);
 }
 
 /* Consumers of a source, as a comma-separated list (NULL when none) */

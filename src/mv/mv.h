@@ -108,6 +108,8 @@ extern Oid	MvincSchemaOid(void);
 /* mv_analyze.c */
 extern MvDef *MvAnalyzeQuery(Query *query, const char *viewname, bool report);
 extern MvDef *MvDefForView(Oid viewid);
+extern bool MvViewReadsChildren(Oid viewid, Oid sourceid);
+extern void MvCheckOwnerCanRead(Oid viewid);
 extern char *MvConsumerName(Oid viewid);
 
 /* mv_catalog.c */
@@ -128,6 +130,10 @@ extern Oid	MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by);
 extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name);
 extern void MvForgetView(Oid viewid, Oid sourceid);
 extern void MvCatalogMarkStale(Oid viewid);
+extern char *MvTypeSql(Oid typid, int32 typmod);
+extern List *MvViewsOfSource(Oid relid);
+extern void MvSyncStorageOwners(void);
+extern char *MvCollationSql(Oid collid);
 
 /* mv_capture.c */
 extern XLogRecPtr MvInsertLsn(void);
@@ -138,6 +144,7 @@ extern void MvWaitForCapture(XLogRecPtr lsn);
 extern bool MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);
 extern void MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn);
 extern void MvDropConsumer(Oid relid, const char *consumer);
+extern void MvForgetDroppedSource(Oid relid);
 extern XLogRecPtr MvRetainedFrom(Oid relid);
 
 /* mv_state.c */
@@ -155,6 +162,7 @@ extern bool MvAggRetractable(Oid aggfnoid);
 /* mv_refresh.c */
 extern int	mvinc_refresh_depth;
 extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
+extern void MvRefreshNoData(Oid viewid);
 extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
 extern bool MvXactModified(Oid relid);
 extern void MvRefreshInit(void);

@@ -20,6 +20,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "executor/executor.h"
 #include "catalog/pg_proc.h"
 #include "commands/extension.h"
 #include "nodes/makefuncs.h"
@@ -280,7 +281,9 @@ check_from(Query *q)
 		refuse(psprintf("The source \"%s\" is an unlogged table.",
 						RelationGetRelationName(rel)),
 			   "Changes of an unlogged table are not in the WAL; use a logged table (ALTER TABLE ... SET LOGGED).");
-	if (rte->inh && has_subclass(rte->relid))
+	/* has_subclass() stays true after the last child is dropped */
+	if (rte->inh && has_subclass(rte->relid) &&
+		find_inheritance_children(rte->relid, NoLock) != NIL)
 		refuse(psprintf("The source \"%s\" has inheritance children.",
 						RelationGetRelationName(rel)),
 			   "Select FROM ONLY the parent table.");
@@ -536,13 +539,11 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 	return def;
 }
 
-/* The definition of an existing incremental view, from its rewrite rule */
-MvDef *
-MvDefForView(Oid viewid)
+/* The defining query of a materialized view, from its rewrite rule */
+static Query *
+view_query(Relation rel)
 {
-	Relation	rel = relation_open(viewid, AccessShareLock);
 	Query	   *query = NULL;
-	MvDef	   *def;
 	int			i;
 
 	if (rel->rd_rules)
@@ -556,10 +557,54 @@ MvDefForView(Oid viewid)
 		}
 	}
 	if (query == NULL)
-		elog(ERROR, "materialized view %u has no query", viewid);
-	def = MvAnalyzeQuery(query, RelationGetRelationName(rel), true);
+		elog(ERROR, "materialized view %u has no query", RelationGetRelid(rel));
+	return query;
+}
+
+/* The definition of an existing incremental view, from its rewrite rule */
+MvDef *
+MvDefForView(Oid viewid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+	MvDef	   *def;
+
+	def = MvAnalyzeQuery(view_query(rel), RelationGetRelationName(rel), true);
 	relation_close(rel, NoLock);
 	return def;
+}
+
+/*
+ * Refuse a refresh (or anything that recomputes from the source) when the
+ * view's owner may not read what the view's query reads, as PostgreSQL
+ * refuses a native REFRESH: the rule's range table checks as the owner.
+ */
+void
+MvCheckOwnerCanRead(Oid viewid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+
+	(void) ExecCheckRTPerms(view_query(rel)->rtable, true);
+	relation_close(rel, NoLock);
+}
+
+/* Does the view read its source with the source's inheritance children? */
+bool
+MvViewReadsChildren(Oid viewid, Oid sourceid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+	Query	   *query = view_query(rel);
+	ListCell   *lc;
+	bool		inh = false;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == sourceid && rte->inh)
+			inh = true;
+	}
+	relation_close(rel, NoLock);
+	return inh;
 }
 
 /* Name under which a view registers as a capture consumer */

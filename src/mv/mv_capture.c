@@ -29,11 +29,22 @@ MvInsertLsn(void)
 	return MvincRecordEndFloor(GetXLogInsertRecPtr());
 }
 
-/* Start capturing relid's changes; returns its change log */
+/*
+ * Start capturing relid's changes; returns its change log. Tracking is
+ * mvinc's business, done with the extension's rights: a view owner needs
+ * what a native matview needs (SELECT on what its query reads), not
+ * ownership of the source (mvinc.track() itself still asks for it).
+ */
 Oid
 MvTrack(Oid relid, bool full_old_rows)
 {
-	return MvincTrack(relid, full_old_rows);
+	MvInternal	save;
+	Oid			logid;
+
+	MvBecomeInternal(&save);
+	logid = MvincTrack(relid, full_old_rows);
+	MvEndInternal(&save);
+	return logid;
 }
 
 /* MvTrack that returns false instead of raising an error */
@@ -111,4 +122,11 @@ XLogRecPtr
 MvRetainedFrom(Oid relid)
 {
 	return MvincRetainedFrom(relid);
+}
+
+/* A tracked source was dropped: drop its change log and tracking rows */
+void
+MvForgetDroppedSource(Oid relid)
+{
+	MvincForgetDroppedSource(relid);
 }

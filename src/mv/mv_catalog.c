@@ -22,6 +22,7 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -153,6 +154,33 @@ MvIsSource(Oid relid)
 	return found;
 }
 
+/* The incremental views whose source is relid (oids) */
+List *
+MvViewsOfSource(Oid relid)
+{
+	List	   *views = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+	uint64		i;
+
+	if (!MvincExtensionReady())
+		return NIL;
+	MvSpiConnect();
+	spi_oid_query("SELECT view::oid FROM mvinc.mv_view WHERE source = $1::regclass ORDER BY 1",
+				  relid, MV_LOOKUP_NEW);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		views = lappend_oid(views, v);
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	return views;
+}
+
 /* Name of the append table beside a storage table */
 char *
 MvAppendTableName(const char *storage_name)
@@ -250,7 +278,7 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 			cnulls[4] = 'n';
 		cvalues[5] = CStringGetTextDatum(col->derived_count ? "bigint" :
 										 col->role == MV_COL_AGG ? "bytea" :
-										 format_type_with_typemod(col->typid, col->typmod));
+										 MvTypeSql(col->typid, col->typmod));
 		if (col->expr)
 			cvalues[6] = CStringGetTextDatum(MvExprSql(def->sourceid, (Node *) col->expr, NULL));
 		else
@@ -336,6 +364,34 @@ MvCatalogMarkStale(Oid viewid)
 	MvSpiFinish();
 }
 
+/*
+ * Type and collation names for generated SQL: always schema-qualified, so
+ * that the text means the same under any search_path (internal statements
+ * run with it pinned to pg_catalog).
+ */
+char *
+MvTypeSql(Oid typid, int32 typmod)
+{
+	return format_type_extended(typid, typmod,
+								FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+char *
+MvCollationSql(Oid collid)
+{
+	HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	Form_pg_collation coll;
+	char	   *name;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	name = quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+									  NameStr(coll->collname));
+	ReleaseSysCache(tup);
+	return name;
+}
+
 /* SQL type of a storage column */
 static char *
 column_type(MvColumn *col)
@@ -347,9 +403,9 @@ column_type(MvColumn *col)
 		appendStringInfoString(&buf, "bytea");
 	else
 	{
-		appendStringInfoString(&buf, format_type_with_typemod(col->typid, col->typmod));
+		appendStringInfoString(&buf, MvTypeSql(col->typid, col->typmod));
 		if (OidIsValid(col->collation) && col->role != MV_COL_COUNT)
-			appendStringInfo(&buf, " COLLATE %s", generate_collation_name(col->collation));
+			appendStringInfo(&buf, " COLLATE %s", MvCollationSql(col->collation));
 	}
 	return buf.data;
 }
@@ -440,9 +496,9 @@ add_stored_finals(const char *name, MvDef *def)
 			continue;
 		sql = psprintf("ALTER TABLE mvinc.%s ADD COLUMN %s %s%s%s GENERATED ALWAYS AS (%s) STORED",
 					   quote_identifier(name), quote_identifier(MvStoredFinalName(col)),
-					   format_type_with_typemod(col->typid, col->typmod),
+					   MvTypeSql(col->typid, col->typmod),
 					   OidIsValid(col->collation) ? " COLLATE " : "",
-					   OidIsValid(col->collation) ? generate_collation_name(col->collation) : "",
+					   OidIsValid(col->collation) ? MvCollationSql(col->collation) : "",
 					   MvStateStoredFinalSql(col, quote_identifier(col->physname)));
 		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not add a stored result to the storage: %s", sql);

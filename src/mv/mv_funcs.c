@@ -10,6 +10,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
+#include "commands/tablecmds.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -200,10 +201,77 @@ mvinc_on_sql_drop(PG_FUNCTION_ARGS)
 		/* A dropped source takes its change log (and consumers) along */
 		MvForgetView(lfirst_oid(lc), get_rel_name(source) ? source : InvalidOid);
 	}
+
+	/*
+	 * Dropped tracked sources, however they went (DROP TABLE, DROP SCHEMA
+	 * CASCADE, DROP OWNED): their change logs and tracking rows go in the
+	 * same transaction (the utility hook sees only DROP TABLE by name).
+	 */
+	MvSpiConnect();
+	if (SPI_execute("SELECT t.relid FROM mvinc.tracked t "
+					"JOIN pg_catalog.pg_event_trigger_dropped_objects() d "
+					"ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+					"AND d.objid = t.relid AND d.objsubid = 0", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read dropped sources");
+	sources = NIL;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		sources = lappend_oid(sources, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	  SPI_tuptable->tupdesc, 1, &isnull)));
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	foreach(lc, sources)
+		MvForgetDroppedSource(lfirst_oid(lc));
 	return (Datum) 0;
 }
 
-/* ddl_command_end (ALTER TABLE): bump the generation of altered sources */
+/*
+ * Storage and append tables belong to the view's owner (reads check them
+ * as the owner): after ALTER MATERIALIZED VIEW ... OWNER TO (event
+ * trigger) or REASSIGN OWNED (utility hook: no event trigger fires for
+ * it), give them to the view's new owner.
+ */
+void
+MvSyncStorageOwners(void)
+{
+	List	   *tables = NIL;
+	List	   *owners = NIL;
+	ListCell   *lc,
+			   *lc2;
+	MemoryContext outer = CurrentMemoryContext;
+	uint64		i;
+
+	MvSpiConnect();
+	if (SPI_execute("SELECT s.oid, c.relowner FROM mvinc.mv_view v "
+					"JOIN pg_catalog.pg_class c ON c.oid = v.view "
+					"JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
+					" AND (s.oid = v.storage_oid OR s.relname::text = v.storage_name::text || '_append') "
+					"WHERE s.relkind = 'r' AND s.relowner <> c.relowner", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read storage owners");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		tables = lappend_oid(tables, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1, &isnull)));
+		owners = lappend_oid(owners, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 2, &isnull)));
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	forboth(lc, tables, lc2, owners)
+		ATExecChangeOwner(lfirst_oid(lc), lfirst_oid(lc2), true, AccessExclusiveLock);
+}
+
+/*
+ * ddl_command_end (ALTER TABLE, ALTER MATERIALIZED VIEW):
+ * bump the generation of altered sources; keep storage owned like views.
+ */
 Datum
 mvinc_on_ddl_end(PG_FUNCTION_ARGS)
 {
@@ -218,5 +286,6 @@ mvinc_on_ddl_end(PG_FUNCTION_ARGS)
 					false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update mvinc.mv_view");
 	MvSpiFinish();
+	MvSyncStorageOwners();
 	return (Datum) 0;
 }

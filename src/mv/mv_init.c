@@ -46,7 +46,8 @@ MvincExtensionReady(void)
 /*
  * Run the subsystem's own SQL (catalog, change log, storage) with the
  * rights of the bootstrap superuser and search_path pinned to pg_catalog,
- * so that it works for every view owner and cannot be redirected.  User
+ * so that it works for every view owner and cannot be redirected, and
+ * without JIT.  User
  * code in view definitions is limited to built-in functions unless a
  * superuser created the view (mv_analyze.c).  An error restores both with
  * the (sub)transaction.
@@ -59,6 +60,14 @@ MvBecomeInternal(MvInternal *save)
 						   save->sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	save->nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	/*
+	 * No JIT: internal statements are costed from change-log statistics
+	 * that lag (a handful of changes can look like millions of rows), and
+	 * compiling one took 100-300 ms where running it took 2.
+	 */
+	(void) set_config_option("jit", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 

@@ -149,7 +149,7 @@ finalized_columns(Oid viewid, MvDef *def, bool finals)
 	{
 		MvColumn   *col = lfirst(lc);
 		char	   *phys = psprintf("t.%s", quote_identifier(col->physname));
-		char	   *type = format_type_with_typemod(col->typid, col->typmod);
+		char	   *type = MvTypeSql(col->typid, col->typmod);
 
 		if (col->role == MV_COL_AGG && !col->derived_count)
 			phys = finals ? psprintf("t.%s", quote_identifier(MvStoredFinalName(col))) :

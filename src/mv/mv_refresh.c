@@ -62,8 +62,18 @@ char *
 MvExprSql(Oid sourceid, Node *expr, const char *alias)
 {
 	List	   *ctx = deparse_context_for(alias ? alias : get_rel_name(sourceid), sourceid);
+	int			nest = NewGUCNestLevel();
+	char	   *sql;
 
-	return deparse_expression(expr, ctx, alias != NULL, true);
+	/*
+	 * Deparse with search_path as internal statements run it, so every
+	 * function, operator and type outside pg_catalog comes out qualified.
+	 */
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	sql = deparse_expression(expr, ctx, alias != NULL, true);
+	AtEOXact_GUC(true, nest);
+	return sql;
 }
 
 /* Rows of relid the current transaction inserted, updated or deleted */
@@ -100,6 +110,7 @@ typedef struct OwnChanges
 	Oid			sourceid;
 	Oid			viewid;
 	int64		changes;
+	SubTransactionId subid;		/* the (sub)transaction that refreshed */
 } OwnChanges;
 
 static List *own_changes = NIL;
@@ -114,6 +125,7 @@ remember_own_changes(Oid sourceid, Oid viewid)
 	oc->sourceid = sourceid;
 	oc->viewid = viewid;
 	oc->changes = xact_changes(sourceid);
+	oc->subid = GetCurrentSubTransactionId();
 	own_changes = lappend(own_changes, oc);
 	MemoryContextSwitchTo(old);
 }
@@ -177,11 +189,38 @@ own_changes_callback(XactEvent event, void *arg)
 		own_changes = NIL;
 }
 
+/*
+ * A rolled-back savepoint takes its refreshes along (the storage and the
+ * checkpoint they wrote are gone with it), so their records go too; a
+ * released one hands them to its parent.
+ */
+static void
+own_changes_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	foreach(lc, own_changes)
+	{
+		OwnChanges *oc = lfirst(lc);
+
+		if (oc->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			own_changes = foreach_delete_current(own_changes, lc);
+		else
+			oc->subid = parentSubid;
+	}
+}
+
 /* Install the pre-commit check */
 void
 MvRefreshInit(void)
 {
 	RegisterXactCallback(own_changes_callback, NULL);
+	RegisterSubXactCallback(own_changes_subxact_callback, NULL);
 }
 
 /* Run SQL; with a snapshot, under it (its command id advanced) */
@@ -985,6 +1024,52 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 }
 
 /*
+ * REFRESH MATERIALIZED VIEW ... WITH NO DATA: empty the storage, forget
+ * the checkpoint and the view's claim on the change log, and mark the view
+ * unpopulated. Reads then run the defining query (as after CREATE ... WITH
+ * NO DATA); the next REFRESH computes the view anew.
+ */
+void
+MvRefreshNoData(Oid viewid)
+{
+	MvCatalog  *cat;
+	MvInternal	save;
+	Relation	rel;
+
+	MvBecomeInternal(&save);
+	LockRelationOid(viewid, ExclusiveLock);
+	cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
+	if (cat == NULL)
+		elog(ERROR, "\"%s\" is not an incremental materialized view", get_rel_name(viewid));
+	MvSpiConnect();
+	mvinc_refresh_depth++;
+	PG_TRY();
+	{
+		if (OidIsValid(cat->storage_oid))
+			run(psprintf("DELETE FROM mvinc.%s",
+						 quote_identifier(get_rel_name(cat->storage_oid))),
+				InvalidSnapshot, SPI_OK_DELETE);
+		if (OidIsValid(cat->append_oid))
+			run(psprintf("DELETE FROM mvinc.%s",
+						 quote_identifier(get_rel_name(cat->append_oid))),
+				InvalidSnapshot, SPI_OK_DELETE);
+	}
+	PG_FINALLY();
+	{
+		mvinc_refresh_depth--;
+	}
+	PG_END_TRY();
+	MvSpiFinish();
+	MvDropConsumer(cat->sourceid, MvConsumerName(viewid));
+	MvCatalogSetCheckpoint(viewid, NULL, InvalidXLogRecPtr, "no data", false, 0);
+	rel = table_open(viewid, AccessExclusiveLock);
+	SetMatViewPopulatedState(rel, false);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	MvEndInternal(&save);
+}
+
+/*
  * Refresh an incremental view in the current transaction.  initial asks
  * for the first computation (CREATE ... WITH DATA).
  */
@@ -995,6 +1080,7 @@ MvRefresh(Oid viewid, bool full, bool initial)
 	RefreshCtx *rc;
 	MvInternal save;
 
+	MvCheckOwnerCanRead(viewid);
 	/* SQL is generated and run with search_path pinned (see mv_init.c) */
 	MvBecomeInternal(&save);
 	if (work_mem < 65536)

@@ -76,10 +76,10 @@ MvStateAggSql(MvColumn *col, const char *alias)
 static char *
 typed_null(Oid typid, int32 typmod, Oid collation)
 {
-	char	   *s = psprintf("NULL::%s", format_type_with_typemod(typid, typmod));
+	char	   *s = psprintf("NULL::%s", MvTypeSql(typid, typmod));
 
 	if (OidIsValid(collation))
-		s = psprintf("%s COLLATE %s", s, generate_collation_name(collation));
+		s = psprintf("%s COLLATE %s", s, MvCollationSql(collation));
 	return s;
 }
 

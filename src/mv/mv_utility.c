@@ -14,6 +14,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
@@ -109,6 +110,13 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	def = MvAnalyzeQuery(query, into->rel->relname, true);
 
 	/*
+	 * What a native matview asks of its creator: SELECT on what the query
+	 * reads (PostgreSQL checks CREATE on the schema below). The view's rows
+	 * are computed with mvinc's rights, so this is the check that counts.
+	 */
+	(void) ExecCheckRTPerms(query->rtable, true);
+
+	/*
 	 * Start tracking before this transaction writes anything (a capture
 	 * slot cannot be created by a transaction that has written), under the
 	 * SHARE lock that the initial computation holds until commit.
@@ -139,13 +147,15 @@ refresh_incremental(RefreshMatViewStmt *stmt, Oid viewid)
 {
 	if (!pg_class_ownercheck(viewid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
-	if (stmt->skipData)
+	if (stmt->skipData && stmt->concurrent)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot refresh incremental materialized view \"%s\" WITH NO DATA",
-						get_rel_name(viewid)),
-				 errhint("Drop and recreate the view WITH NO DATA.")));
-	(void) MvRefresh(viewid, false, false);
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("%s and %s options cannot be used together",
+						"CONCURRENTLY", "WITH NO DATA")));
+	if (stmt->skipData)
+		MvRefreshNoData(viewid);
+	else
+		(void) MvRefresh(viewid, false, false);
 }
 
 /* Refuse TRUNCATE or COPY FROM into a view or a storage table */
@@ -170,6 +180,35 @@ refuse_into(RangeVar *rv, const char *what)
 						what, get_rel_name(relid)),
 				 errdetail("The storage table is written only by refresh."),
 				 errhint("Change the source table and refresh the view.")));
+}
+
+/*
+ * Refuse to give a new inheritance child to a table that an incremental
+ * view reads with its children (no ONLY): the child's rows would be in the
+ * defining query but its changes would never be captured.
+ */
+static void
+refuse_new_child(RangeVar *parent_rv, const char *child)
+{
+	Oid			parent = RangeVarGetRelid(parent_rv, NoLock, true);
+	ListCell   *lc;
+
+	if (!OidIsValid(parent))
+		return;
+	foreach(lc, MvViewsOfSource(parent))
+	{
+		Oid			viewid = lfirst_oid(lc);
+
+		if (MvViewReadsChildren(viewid, parent))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot make \"%s\" an inheritance child of \"%s\"",
+							child, get_rel_name(parent)),
+					 errdetail("Incremental materialized view \"%s\" reads \"%s\" with its inheritance children, whose changes are not captured.",
+							   get_rel_name(viewid), get_rel_name(parent)),
+					 errhint("Define the view with FROM ONLY %s, or drop it first.",
+							 quote_identifier(get_rel_name(parent)))));
+	}
 }
 
 /* The ProcessUtility hook */
@@ -216,6 +255,34 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				SetQueryCompletion(qc, CMDTAG_REFRESH_MATERIALIZED_VIEW, 0);
 			return;
 		}
+	}
+	else if (IsA(parsetree, CreateStmt) && ((CreateStmt *) parsetree)->inhRelations != NIL &&
+			 MvincExtensionReady())
+	{
+		CreateStmt *stmt = (CreateStmt *) parsetree;
+		ListCell   *lc;
+
+		foreach(lc, stmt->inhRelations)
+			refuse_new_child(lfirst(lc), stmt->relation->relname);
+	}
+	else if (IsA(parsetree, AlterTableStmt) && MvincExtensionReady())
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		ListCell   *lc;
+
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+
+			if (cmd->subtype == AT_AddInherit)
+				refuse_new_child((RangeVar *) cmd->def, stmt->relation->relname);
+		}
+	}
+	else if (IsA(parsetree, ReassignOwnedStmt) && MvincExtensionReady())
+	{
+		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		MvSyncStorageOwners();
+		return;
 	}
 	else if (IsA(parsetree, TruncateStmt))
 	{
