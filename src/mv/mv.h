@@ -132,6 +132,7 @@ extern void MvForgetView(Oid viewid, Oid sourceid);
 extern void MvCatalogMarkStale(Oid viewid);
 extern char *MvTypeSql(Oid typid, int32 typmod);
 extern List *MvViewsOfSource(Oid relid);
+extern Oid MvViewSource(Oid viewid);
 extern void MvSyncStorageOwners(void);
 extern char *MvCollationSql(Oid collid);
 

@@ -154,6 +154,15 @@ MvIsSource(Oid relid)
 	return found;
 }
 
+/* The source of an incremental view, or InvalidOid */
+Oid
+MvViewSource(Oid viewid)
+{
+	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
+
+	return cat ? cat->sourceid : InvalidOid;
+}
+
 /* The incremental views whose source is relid (oids) */
 List *
 MvViewsOfSource(Oid relid)

@@ -35,11 +35,15 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/plancat.h"
 #include "optimizer/planner.h"
+#include "optimizer/prep.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "access/relation.h"
+#include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -52,6 +56,7 @@
 #include "mv/mv.h"
 
 static planner_hook_type prev_planner_hook = NULL;
+static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 static ExecutorStart_hook_type prev_executor_start_hook = NULL;
 
 static Oid	get_rel_owner_oid(Oid relid);
@@ -225,6 +230,28 @@ get_rel_owner_oid(Oid relid)
 	return owner;
 }
 
+/* Turn the range-table entry of an incremental view into its read subquery */
+static void
+redirect_rte(RangeTblEntry *rte)
+{
+	Query	   *sub = read_query(rte->relid, rte);
+
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->tablesample = NULL;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+	rte->security_barrier = false;
+}
+
 /* Replace the incremental views read by one query level; recurse */
 static bool
 redirect_walker(Node *node, void *context)
@@ -242,7 +269,6 @@ redirect_walker(Node *node, void *context)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 		int			rti = foreach_current_index(lc) + 1;
-		Query	   *sub;
 
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
 			!rte->inFromCl || rti == q->resultRelation)
@@ -254,21 +280,7 @@ redirect_walker(Node *node, void *context)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(rte->relid)),
 					 errhint("Remove FOR UPDATE or FOR SHARE.")));
-		sub = read_query(rte->relid, rte);
-		rte->rtekind = RTE_SUBQUERY;
-		rte->subquery = sub;
-		rte->relid = InvalidOid;
-		rte->relkind = 0;
-		rte->rellockmode = 0;
-		rte->tablesample = NULL;
-		rte->inh = false;
-		rte->requiredPerms = 0;
-		rte->checkAsUser = InvalidOid;
-		rte->selectedCols = NULL;
-		rte->insertedCols = NULL;
-		rte->updatedCols = NULL;
-		rte->extraUpdatedCols = NULL;
-		rte->security_barrier = false;
+		redirect_rte(rte);
 	}
 	return query_tree_walker(q, redirect_walker, context, 0);
 }
@@ -308,6 +320,47 @@ mv_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (prev_planner_hook)
 		return prev_planner_hook(parse, query_string, cursorOptions, boundParams);
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/*
+ * The planner builds a base relation for an incremental view that the
+ * planner hook never saw: one inside a SQL function body that the planner
+ * inlined (set-returning or scalar), which it parses only now. Redirect it
+ * here, before any path is made: the entry becomes the same read subquery
+ * and the relation a subquery relation, planned by set_subquery_pathlist.
+ * Without this the view's own (empty) relation was scanned.
+ */
+static void
+mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+{
+	RangeTblEntry *rte;
+
+	if (prev_get_relation_info_hook)
+		prev_get_relation_info_hook(root, relid, inhparent, rel);
+	if (rel->reloptkind != RELOPT_BASEREL || inhparent)
+		return;
+	rte = root->simple_rte_array[rel->relid];
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
+		!OidIsValid(MvincSchemaOid()) || !MvincExtensionReady() ||
+		!MvIsIncrementalView(relid))
+		return;
+	if (root->parse->resultRelation == (Index) rel->relid ||
+		get_plan_rowmark(root->rowMarks, rel->relid) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(relid)),
+				 errhint("Remove FOR UPDATE or FOR SHARE.")));
+	redirect_rte(rte);
+	rel->rtekind = RTE_SUBQUERY;
+	rel->indexlist = NIL;
+	rel->statlist = NIL;
+	rel->pages = 0;
+	rel->tuples = 0;
+	rel->allvisfrac = 0;
+	rel->amflags = 0;
+	rel->rel_parallel_workers = -1;
+	rel->serverid = InvalidOid;
+	rel->fdwroutine = NULL;
 }
 
 /* Per-statement memo of _read_branch(): all branches must see one answer */
@@ -409,6 +462,29 @@ MvIsFresh(Oid viewid)
 	return MvGetReadBranch(viewid) != MV_READ_LIVE;
 }
 
+/*
+ * SERIALIZABLE: a read answered from the storage scans no row of the
+ * source, so it would take no predicate lock there and write skew through
+ * the view would go unnoticed. Lock the whole source relation, as a
+ * sequential scan of the defining query would (coarser than an index
+ * scan's page locks, never weaker).
+ */
+static void
+predicate_lock_source(Oid viewid, Snapshot snap)
+{
+	Oid			sourceid;
+	Relation	rel;
+
+	if (!IsolationIsSerializable())
+		return;
+	sourceid = MvViewSource(viewid);
+	if (!OidIsValid(sourceid))
+		return;
+	rel = relation_open(sourceid, AccessShareLock);
+	PredicateLockRelation(rel, snap);
+	relation_close(rel, NoLock);
+}
+
 /* Which branch answers a read of the view for the active snapshot? */
 MvReadBranch
 MvGetReadBranch(Oid viewid)
@@ -424,7 +500,11 @@ MvGetReadBranch(Oid viewid)
 		m = &fresh_memo[i];
 		if (m->viewid == viewid && m->lxid == MyProc->lxid &&
 			m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid)
+		{
+			if (m->branch != MV_READ_LIVE)
+				predicate_lock_source(viewid, snap);
 			return m->branch;
+		}
 	}
 	m = &fresh_memo[fresh_memo_next];
 	fresh_memo_next = (fresh_memo_next + 1) % FRESH_MEMO_SIZE;
@@ -435,6 +515,8 @@ MvGetReadBranch(Oid viewid)
 	m->xmin = snap->xmin;
 	m->xmax = snap->xmax;
 	m->curcid = snap->curcid;
+	if (m->branch != MV_READ_LIVE)
+		predicate_lock_source(viewid, snap);
 	return m->branch;
 }
 
@@ -486,6 +568,8 @@ MvReadInit(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = mv_planner;
+	prev_get_relation_info_hook = get_relation_info_hook;
+	get_relation_info_hook = mv_get_relation_info;
 	prev_executor_start_hook = ExecutorStart_hook;
 	ExecutorStart_hook = mv_executor_start;
 }
