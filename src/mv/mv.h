@@ -198,6 +198,7 @@ extern char *MvSnapshotText(Snapshot snap, bool own_seen);
 
 /* mv_read.c */
 extern void MvReadInit(void);
+extern bool MvMayReadView(Oid viewid);
 typedef enum MvReadBranch
 {
 	MV_READ_LIVE,				/* the view's query over the source */

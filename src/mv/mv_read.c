@@ -34,6 +34,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/planner.h"
 #include "parser/analyze.h"
@@ -41,8 +42,10 @@
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
@@ -310,6 +313,56 @@ mv_planner(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
+/*
+ * Incremental views read by the queries started in this transaction, whose
+ * rights the executor has checked (the view's own entry that read_query
+ * keeps in the range table): _read_branch() answers for these, and for
+ * views the caller may SELECT, and refuses the others.  Reset at the next
+ * transaction; it only grows by the views a transaction reads.
+ */
+static List *read_views = NIL;
+static LocalTransactionId read_views_lxid = InvalidLocalTransactionId;
+
+/* Remember the views whose entries a plan keeps for their rights check */
+static void
+note_read_views(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		MemoryContext old;
+
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
+			rte->inFromCl || !(rte->requiredPerms & ACL_SELECT))
+			continue;
+		if (read_views_lxid != MyProc->lxid)
+		{
+			list_free(read_views);
+			read_views = NIL;
+			read_views_lxid = MyProc->lxid;
+		}
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		read_views = list_append_unique_oid(read_views, rte->relid);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * May the current user learn (and make this backend compute) the read
+ * branch of viewid?  Yes when a query of this transaction reads the view
+ * (perhaps through a plain view whose owner may read it), or when the user
+ * may SELECT it.
+ */
+bool
+MvMayReadView(Oid viewid)
+{
+	if (read_views_lxid == MyProc->lxid && list_member_oid(read_views, viewid))
+		return true;
+	return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+}
+
 /* Per-statement memo of _read_branch(): all branches must see one answer */
 typedef struct FreshMemo
 {
@@ -439,16 +492,24 @@ MvGetReadBranch(Oid viewid)
 }
 
 /*
- * Executor start: a statement that runs in parallel mode cannot take the
+ * Executor start: note the views whose rights the executor checked (see
+ * MvMayReadView).  A statement that runs in parallel mode cannot take the
  * latest snapshot or wait for capture once the executor has entered that
- * mode, so decide the freshness of every redirected view it reads first
- * (the view's own entry stays in the range table); _read_branch() then answers
- * from the memo.
+ * mode (ExecutorRun does), so decide the freshness of every redirected view
+ * it reads now (the view's own entry stays in the range table);
+ * _read_branch() then answers from the memo.
  */
 static void
 mv_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
+
+	/* First the rights checks (InitPlan), then the views they allowed */
+	if (prev_executor_start_hook)
+		prev_executor_start_hook(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	note_read_views(stmt);
 
 	if (stmt->parallelModeNeeded && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
 		!IsInParallelMode() && queryDesc->snapshot != NULL &&
@@ -474,10 +535,6 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 		if (pushed)
 			PopActiveSnapshot();
 	}
-	if (prev_executor_start_hook)
-		prev_executor_start_hook(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 }
 
 /* Install the planner and executor-start hooks */
