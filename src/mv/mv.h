@@ -118,6 +118,7 @@ extern MvCatalog *MvCatalogLookup(Oid viewid, int how);
 extern bool MvIsIncrementalView(Oid relid);
 extern bool MvIsStorageTable(Oid relid);
 extern bool MvIsSource(Oid relid);
+extern List *MvViewsOfSource(Oid relid);
 extern void MvCatalogInsert(Oid viewid, MvDef *def, const char *definition,
 							const char *cluster_by);
 extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,

@@ -153,6 +153,32 @@ MvIsSource(Oid relid)
 	return found;
 }
 
+/* The incremental views over relid, as a list of oids (view name order) */
+List *
+MvViewsOfSource(Oid relid)
+{
+	List	   *views = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (!MvincExtensionReady())
+		return NIL;
+	MvSpiConnect();
+	spi_oid_query("SELECT view::oid FROM mvinc.mv_view WHERE source = $1::regclass "
+				  "ORDER BY view::text", relid, MV_LOOKUP_NEW);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		views = lappend_oid(views, v);
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	return views;
+}
+
 /* Name of the append table beside a storage table */
 char *
 MvAppendTableName(const char *storage_name)
