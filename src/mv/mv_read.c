@@ -363,7 +363,15 @@ MvMayReadView(Oid viewid)
 	return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
 }
 
-/* Per-statement memo of _read_branch(): all branches must see one answer */
+/*
+ * Per-snapshot memo of _read_branch(): all branches of a statement must see
+ * one answer.  Keyed on what the snapshot sees (xmin, xmax, the in-progress
+ * xids and subxids, the command id) in this transaction, not on xmin, xmax
+ * and the command id alone: two READ COMMITTED statements can share those
+ * and still see different transactions (one in progress for the first has
+ * committed for the second).  Snapshots that see the same transactions
+ * get the same answer, which is then still right.
+ */
 typedef struct FreshMemo
 {
 	Oid			viewid;
@@ -371,6 +379,11 @@ typedef struct FreshMemo
 	TransactionId xmin;
 	TransactionId xmax;
 	CommandId	curcid;
+	bool		suboverflowed;
+	bool		takenDuringRecovery;
+	uint32		xcnt;
+	int32		subxcnt;
+	TransactionId *xids;		/* xip then subxip, in TopMemoryContext */
 	MvReadBranch branch;
 } FreshMemo;
 
@@ -462,6 +475,23 @@ MvIsFresh(Oid viewid)
 	return MvGetReadBranch(viewid) != MV_READ_LIVE;
 }
 
+/* Does the memo entry's snapshot see exactly what snap sees? */
+static bool
+memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
+{
+	int32		subxcnt = Max(snap->subxcnt, 0);
+
+	return m->viewid == viewid && m->lxid == MyProc->lxid &&
+		m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid &&
+		m->suboverflowed == snap->suboverflowed &&
+		m->takenDuringRecovery == snap->takenDuringRecovery &&
+		m->xcnt == snap->xcnt && m->subxcnt == subxcnt &&
+		(snap->xcnt == 0 ||
+		 memcmp(m->xids, snap->xip, snap->xcnt * sizeof(TransactionId)) == 0) &&
+		(subxcnt == 0 ||
+		 memcmp(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId)) == 0);
+}
+
 /* Which branch answers a read of the view for the active snapshot? */
 MvReadBranch
 MvGetReadBranch(Oid viewid)
@@ -469,26 +499,45 @@ MvGetReadBranch(Oid viewid)
 	Snapshot	snap = GetActiveSnapshot();
 	FreshMemo  *m;
 	int			i;
+	int32		subxcnt;
+	MvReadBranch branch;
 
 	if (snap == NULL)
 		return MV_READ_LIVE;
 	for (i = 0; i < FRESH_MEMO_SIZE; i++)
 	{
-		m = &fresh_memo[i];
-		if (m->viewid == viewid && m->lxid == MyProc->lxid &&
-			m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid)
-			return m->branch;
+		if (memo_matches(&fresh_memo[i], viewid, snap))
+			return fresh_memo[i].branch;
 	}
+	branch = compute_branch(viewid);
+
 	m = &fresh_memo[fresh_memo_next];
 	fresh_memo_next = (fresh_memo_next + 1) % FRESH_MEMO_SIZE;
 	m->viewid = InvalidOid;
-	m->branch = compute_branch(viewid);
-	m->viewid = viewid;
+	if (m->xids)
+		pfree(m->xids);
+	m->xids = NULL;
+	subxcnt = Max(snap->subxcnt, 0);
+	if (snap->xcnt + subxcnt > 0)
+	{
+		m->xids = MemoryContextAlloc(TopMemoryContext,
+									 (snap->xcnt + subxcnt) * sizeof(TransactionId));
+		if (snap->xcnt > 0)
+			memcpy(m->xids, snap->xip, snap->xcnt * sizeof(TransactionId));
+		if (subxcnt > 0)
+			memcpy(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId));
+	}
 	m->lxid = MyProc->lxid;
 	m->xmin = snap->xmin;
 	m->xmax = snap->xmax;
 	m->curcid = snap->curcid;
-	return m->branch;
+	m->suboverflowed = snap->suboverflowed;
+	m->takenDuringRecovery = snap->takenDuringRecovery;
+	m->xcnt = snap->xcnt;
+	m->subxcnt = subxcnt;
+	m->branch = branch;
+	m->viewid = viewid;
+	return branch;
 }
 
 /*
