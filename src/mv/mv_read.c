@@ -426,7 +426,7 @@ compute_branch_internal(Oid viewid)
 	if (MvXactModified(cat->sourceid))
 		return MV_READ_LIVE;
 	changelog = MvChangeLogRelid(cat->sourceid);
-	if (!OidIsValid(changelog) || MvRetainedFrom(cat->sourceid) > cat->checkpoint_lsn)
+	if (!OidIsValid(changelog))
 		return MV_READ_LIVE;
 	target = MvInsertLsn();
 	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
@@ -435,13 +435,29 @@ compute_branch_internal(Oid viewid)
 		return MV_READ_LIVE;
 	}
 
+	/*
+	 * The checkpoint (and the storage) are read in the statement's snapshot,
+	 * the change log in the latest one: capture may have written the rows
+	 * of transactions the statement sees after the statement's snapshot was
+	 * taken.  Retention may have removed rows since, too, once other
+	 * refreshes moved the checkpoint past them (a REPEATABLE READ snapshot
+	 * older than those refreshes still sees the old checkpoint).  It records
+	 * how far in the same transaction (mvinc.tracked.retained_from), so read
+	 * that bound in the same latest snapshot: when rows after the
+	 * checkpoint may be gone, their absence proves nothing, and the read
+	 * goes live.
+	 */
 	MvSpiConnect();
 	if (SPI_execute("SELECT pg_current_snapshot()::text", true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the current snapshot");
 	query_snap = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	plan = SPI_prepare(psprintf("SELECT 1 FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
+	plan = SPI_prepare(psprintf("SELECT 1 FROM mvinc.tracked t "
+								"WHERE t.relid = %u::pg_catalog.oid AND t.retained_from > '%X/%X' "
+								"UNION ALL "
+								"(SELECT 1 FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
 								"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-								"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) LIMIT 1",
+								"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) LIMIT 1)",
+								cat->sourceid, LSN_FORMAT_ARGS(cat->checkpoint_lsn),
 								MvSourceName(changelog), LSN_FORMAT_ARGS(cat->checkpoint_lsn),
 								query_snap, cat->checkpoint_snapshot),
 					   0, NULL);
