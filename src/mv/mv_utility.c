@@ -188,27 +188,52 @@ has_primary_key(Oid relid)
 	return result;
 }
 
+/* "schema.view", ... for the views of a source */
+static char *
+view_names(List *views)
+{
+	StringInfoData names;
+	ListCell   *lv;
+
+	initStringInfo(&names);
+	foreach(lv, views)
+	{
+		Oid			v = lfirst_oid(lv);
+
+		appendStringInfo(&names, "%s\"%s.%s\"", foreach_current_index(lv) ? ", " : "",
+						 get_namespace_name(get_rel_namespace(v)), get_rel_name(v));
+	}
+	return names.data;
+}
+
 /*
- * Refuse an ALTER TABLE of a tracked source that would make change capture
- * blind (its changes would silently stop reaching the change log, and the
- * views would go wrong): another access method than heap (logical decoding
- * decodes only heap's WAL), SET UNLOGGED (no WAL), or a replica identity
- * that no longer identifies the rows updates and deletes change (NOTHING,
- * or DEFAULT without a primary key).
+ * Refuse an ALTER TABLE of a source that incremental views cannot follow.
+ *
+ * ENABLE or FORCE ROW LEVEL SECURITY on the source of incremental views:
+ * their stored rows are computed without the policies.
+ *
+ * On a tracked table, what would make change capture blind (its changes
+ * would silently stop reaching the change log, and the views would go
+ * wrong): another access method than heap (logical decoding decodes only
+ * heap's WAL), SET UNLOGGED (no WAL), or a replica identity that no longer
+ * identifies the rows updates and deletes change (NOTHING, or DEFAULT
+ * without a primary key).
  */
 static void
-refuse_blinding_alter(AlterTableStmt *stmt)
+refuse_source_alter(AlterTableStmt *stmt)
 {
 	Oid			relid;
 	char	   *relname;
+	bool		tracked;
 	ListCell   *lc;
 
 	if (stmt->objtype != OBJECT_TABLE || !MvincExtensionReady())
 		return;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-	if (!OidIsValid(relid) || !OidIsValid(MvChangeLogRelid(relid)))
+	if (!OidIsValid(relid))
 		return;
 	relname = get_rel_name(relid);
+	tracked = OidIsValid(MvChangeLogRelid(relid));
 
 	foreach(lc, stmt->cmds)
 	{
@@ -216,6 +241,23 @@ refuse_blinding_alter(AlterTableStmt *stmt)
 		const char *msg = NULL;
 		const char *why = NULL;
 
+		if (cmd->subtype == AT_EnableRowSecurity || cmd->subtype == AT_ForceRowSecurity)
+		{
+			List	   *views = MvViewsOfSource(relid);
+
+			if (views != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot %s row-level security on table \"%s\"",
+								cmd->subtype == AT_EnableRowSecurity ? "enable" : "force",
+								relname),
+						 errdetail("The table is the source of incremental materialized %s %s; incremental views do not apply row-level security policies to the rows they store.",
+								   list_length(views) > 1 ? "views" : "view", view_names(views)),
+						 errhint("Drop the incremental views of the table first (plain materialized views apply the owner's policies).")));
+			continue;
+		}
+		if (!tracked)
+			continue;
 		if (cmd->subtype == AT_SetAccessMethod)
 		{
 			Oid			amoid = get_table_am_oid(cmd->name, true);
@@ -251,23 +293,13 @@ refuse_blinding_alter(AlterTableStmt *stmt)
 			char	   *qualified =
 				quote_literal_cstr(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 															  relname));
-			StringInfoData names;
-			ListCell   *lv;
 
-			initStringInfo(&names);
-			foreach(lv, views)
-			{
-				Oid			v = lfirst_oid(lv);
-
-				appendStringInfo(&names, "%s\"%s.%s\"", foreach_current_index(lv) ? ", " : "",
-								 get_namespace_name(get_rel_namespace(v)), get_rel_name(v));
-			}
 			if (views != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("%s", msg),
 						 errdetail("The table's changes are captured from the WAL for incremental materialized %s %s; %s.",
-								   list_length(views) > 1 ? "views" : "view", names.data, why),
+								   list_length(views) > 1 ? "views" : "view", view_names(views), why),
 						 errhint("Drop the %s and call mvinc.untrack(%s) first.",
 								 list_length(views) > 1 ? "views" : "view", qualified)));
 			ereport(ERROR,
@@ -332,7 +364,7 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			refuse_into(lfirst(lc), "truncate");
 	}
 	else if (IsA(parsetree, AlterTableStmt))
-		refuse_blinding_alter((AlterTableStmt *) parsetree);
+		refuse_source_alter((AlterTableStmt *) parsetree);
 	else if (IsA(parsetree, CopyStmt))
 	{
 		CopyStmt   *stmt = (CopyStmt *) parsetree;
