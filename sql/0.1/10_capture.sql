@@ -56,10 +56,15 @@ CREATE VIEW mvinc.capture AS
     SELECT s.slot_name, s.confirmed_lsn, s.captured_lsn, s.lag_bytes,
            s.worker_pid, s.last_error, s.last_error_time
       FROM mvinc._capture_status() s;
+-- Neither the view nor its function is PUBLIC (slot, lag, last error): a
+-- role allowed to watch capture needs SELECT on mvinc.capture and EXECUTE
+-- on mvinc._capture_status() (functions run with the caller's rights).
+REVOKE ALL ON FUNCTION mvinc._capture_status() FROM PUBLIC;
 
 CREATE FUNCTION mvinc._start_worker() RETURNS void
     LANGUAGE c STRICT
     AS 'MODULE_PATHNAME', 'mvinc_start_worker';
+REVOKE ALL ON FUNCTION mvinc._start_worker() FROM PUBLIC;
 
 -- The worker waits for this transaction to commit before it creates the slot.
 SELECT mvinc._start_worker();

@@ -36,6 +36,21 @@ CREATE FUNCTION mvinc._agg_state_deserialize(bytea, internal)
     RETURNS internal LANGUAGE c STRICT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_state_deserialize';
 
+-- Only the aggregates below call them, and an aggregate's support
+-- functions are checked against the aggregate's owner, not the caller.
+REVOKE ALL ON FUNCTION
+    mvinc._agg_state_trans(internal, regprocedure, VARIADIC "any"),
+    mvinc._agg_state_trans(internal, regprocedure),
+    mvinc._agg_merge_trans(internal, regprocedure, bytea),
+    mvinc._agg_merge_trans(internal, regprocedure, bytea, anyelement),
+    mvinc._agg_apply_trans(internal, regprocedure, bytea, integer, VARIADIC "any"),
+    mvinc._agg_apply_trans(internal, regprocedure, bytea, integer),
+    mvinc._agg_state_final(internal),
+    mvinc._agg_state_combine(internal, internal),
+    mvinc._agg_state_serialize(internal),
+    mvinc._agg_state_deserialize(bytea, internal)
+  FROM PUBLIC;
+
 -- The state of aggfn over the rows: mvinc.agg_state('sum(integer)', x).
 CREATE AGGREGATE mvinc.agg_state(aggfn regprocedure, VARIADIC "any") (
     SFUNC = mvinc._agg_state_trans, STYPE = internal, SSPACE = 128,
@@ -93,6 +108,9 @@ CREATE FUNCTION mvinc.agg_final(aggfn regprocedure, state bytea, result anyeleme
 CREATE FUNCTION mvinc._agg_final_stored(aggfn regprocedure, state bytea, result anyelement)
     RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_final';
+-- Storage tables' generated columns call it; they are written only by
+-- refresh, which runs as the bootstrap superuser.
+REVOKE ALL ON FUNCTION mvinc._agg_final_stored(regprocedure, bytea, anyelement) FROM PUBLIC;
 
 -- 'retractable', 'mergeable' or 'unsupported', and why not better.
 CREATE FUNCTION mvinc.agg_kind(aggfn regprocedure)
@@ -130,6 +148,14 @@ CREATE FUNCTION mvinc._hll_deserialize(bytea, internal)
 CREATE FUNCTION mvinc._hll_final(internal)
     RETURNS bigint LANGUAGE c CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_hll_final';
+
+REVOKE ALL ON FUNCTION
+    mvinc._hll_trans(internal, anyelement),
+    mvinc._hll_combine(internal, internal),
+    mvinc._hll_serialize(internal),
+    mvinc._hll_deserialize(bytea, internal),
+    mvinc._hll_final(internal)
+  FROM PUBLIC;
 
 -- The approximate number of distinct non-NULL values (about 1.6 % error).
 CREATE AGGREGATE mvinc.approx_count_distinct(anyelement) (

@@ -57,7 +57,10 @@ CREATE FUNCTION mvinc.read_path(view regclass) RETURNS text
 -- Used by the read redirection: which branch answers the current
 -- statement ('fresh': the storage; 'merge': the storage merged with its
 -- appended state rows; 'live': the query).  Stable, so it is evaluated
--- once per execution.
+-- once per execution.  The redirected query runs it with the reader's
+-- rights, so PUBLIC keeps EXECUTE; the function itself answers only for a
+-- view that a query now running in this transaction reads (the executor
+-- has checked the rights on it) or that the caller may SELECT.
 CREATE FUNCTION mvinc._read_branch(view oid) RETURNS text
     LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
     AS 'MODULE_PATHNAME', 'mvinc_read_branch';
@@ -76,6 +79,10 @@ CREATE FUNCTION mvinc._storage_rows(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
     AS 'MODULE_PATHNAME', 'mvinc_storage_rows';
 
+-- mvinc.views (PUBLIC) calls these two with the reader's rights; they
+-- count (as the bootstrap superuser) only for a caller who may SELECT the
+-- view, and are NULL otherwise.
+
 CREATE VIEW mvinc.views AS
     SELECT v.view, v.source, v.kind, v.checkpoint_lsn,
            mvinc._pending_changes(v.view) AS pending_changes,
@@ -92,6 +99,7 @@ GRANT SELECT ON mvinc.views TO PUBLIC;
 CREATE FUNCTION mvinc._on_sql_drop() RETURNS event_trigger
     LANGUAGE c
     AS 'MODULE_PATHNAME', 'mvinc_on_sql_drop';
+REVOKE ALL ON FUNCTION mvinc._on_sql_drop() FROM PUBLIC;
 CREATE EVENT TRIGGER mvinc_mv_sql_drop ON sql_drop
     EXECUTE FUNCTION mvinc._on_sql_drop();
 
@@ -100,11 +108,12 @@ CREATE EVENT TRIGGER mvinc_mv_sql_drop ON sql_drop
 CREATE FUNCTION mvinc._on_ddl_end() RETURNS event_trigger
     LANGUAGE c
     AS 'MODULE_PATHNAME', 'mvinc_on_ddl_end';
+REVOKE ALL ON FUNCTION mvinc._on_ddl_end() FROM PUBLIC;
 CREATE EVENT TRIGGER mvinc_mv_ddl_end ON ddl_command_end
     WHEN TAG IN ('ALTER TABLE', 'ALTER MATERIALIZED VIEW')
     EXECUTE FUNCTION mvinc._on_ddl_end();
 
--- Reads of a view are redirected to mvinc.mv_<oid> and mvinc._fresh():
+-- Reads of a view are redirected to mvinc.mv_<oid> and mvinc._read_branch():
 -- everyone may look the schema up; the storage tables and functions keep
 -- their own privileges (storage belongs to the view owner).
 GRANT USAGE ON SCHEMA mvinc TO PUBLIC;

@@ -120,6 +120,7 @@ extern MvCatalog *MvCatalogLookup(Oid viewid, int how);
 extern bool MvIsIncrementalView(Oid relid);
 extern bool MvIsStorageTable(Oid relid);
 extern bool MvIsSource(Oid relid);
+extern List *MvViewsOfSource(Oid relid);
 extern void MvCatalogInsert(Oid viewid, MvDef *def, const char *definition,
 							const char *cluster_by);
 extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
@@ -131,7 +132,6 @@ extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage
 extern void MvForgetView(Oid viewid, Oid sourceid);
 extern void MvCatalogMarkStale(Oid viewid);
 extern char *MvTypeSql(Oid typid, int32 typmod);
-extern List *MvViewsOfSource(Oid relid);
 extern Oid MvViewSource(Oid viewid);
 extern void MvSyncStorageOwners(void);
 extern char *MvCollationSql(Oid collid);
@@ -207,6 +207,7 @@ extern char *MvSnapshotText(Snapshot snap, bool own_seen);
 
 /* mv_read.c */
 extern void MvReadInit(void);
+extern bool MvMayReadView(Oid viewid);
 typedef enum MvReadBranch
 {
 	MV_READ_LIVE,				/* the view's query over the source */

@@ -281,6 +281,10 @@ check_from(Query *q)
 		refuse(psprintf("The source \"%s\" is an unlogged table.",
 						RelationGetRelationName(rel)),
 			   "Changes of an unlogged table are not in the WAL; use a logged table (ALTER TABLE ... SET LOGGED).");
+	if (rel->rd_rel->relrowsecurity)
+		refuse(psprintf("The source \"%s\" has row-level security enabled, and an incremental view does not apply its policies to the rows it stores.",
+						RelationGetRelationName(rel)),
+			   "Drop the mvinc.incremental option (a plain materialized view applies the owner's policies), or disable row-level security on the table.");
 	/* has_subclass() stays true after the last child is dropped */
 	if (rte->inh && has_subclass(rte->relid) &&
 		find_inheritance_children(rte->relid, NoLock) != NIL)

@@ -163,20 +163,19 @@ MvViewSource(Oid viewid)
 	return cat ? cat->sourceid : InvalidOid;
 }
 
-/* The incremental views whose source is relid (oids) */
+/* The incremental views over relid, as a list of oids (view name order) */
 List *
 MvViewsOfSource(Oid relid)
 {
 	List	   *views = NIL;
 	MemoryContext outer = CurrentMemoryContext;
-	uint64		i;
 
 	if (!MvincExtensionReady())
 		return NIL;
 	MvSpiConnect();
-	spi_oid_query("SELECT view::oid FROM mvinc.mv_view WHERE source = $1::regclass ORDER BY 1",
-				  relid, MV_LOOKUP_NEW);
-	for (i = 0; i < SPI_processed; i++)
+	spi_oid_query("SELECT view::oid FROM mvinc.mv_view WHERE source = $1::regclass "
+				  "ORDER BY view::text", relid, MV_LOOKUP_NEW);
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
 		Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],

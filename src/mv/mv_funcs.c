@@ -76,6 +76,14 @@ mvinc_refresh(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* Error unless the current user may read the view (see MvMayReadView) */
+static void
+require_read_right(Oid viewid)
+{
+	if (!MvMayReadView(viewid))
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_MATVIEW, get_rel_name(viewid));
+}
+
 /* mvinc.read_path(view): the path a read of the view takes now */
 Datum
 mvinc_read_path(PG_FUNCTION_ARGS)
@@ -83,16 +91,29 @@ mvinc_read_path(PG_FUNCTION_ARGS)
 	Oid			viewid = PG_GETARG_OID(0);
 
 	require_view(viewid);
+	require_read_right(viewid);
 	PG_RETURN_TEXT_P(cstring_to_text(MvIsFresh(viewid) ? "fresh" : "live"));
 }
 
-/* mvinc._read_branch(view oid): used by the redirected read */
+/*
+ * mvinc._read_branch(view oid): used by the redirected read, which calls it
+ * with the reader's rights; so PUBLIC may call it, and it answers only for
+ * views the current user may read (or a running query of this transaction
+ * reads: a plain view's owner may have the right, not the reader).
+ */
 Datum
 mvinc_read_branch(PG_FUNCTION_ARGS)
 {
 	static const char *const names[] = {"live", "fresh", "merge"};
+	Oid			viewid = PG_GETARG_OID(0);
 
-	PG_RETURN_TEXT_P(cstring_to_text(names[MvGetReadBranch(PG_GETARG_OID(0))]));
+	if (!MvMayReadView(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for materialized view %s",
+						get_rel_name(viewid) ? get_rel_name(viewid) : "?"),
+				 errdetail("mvinc._read_branch() is internal to the reads of incremental views.")));
+	PG_RETURN_TEXT_P(cstring_to_text(names[MvGetReadBranch(viewid)]));
 }
 
 /* mvinc.compact(view): fold appended state rows into the storage */
@@ -131,9 +152,13 @@ count_query(const char *sql)
 Datum
 mvinc_pending_changes(PG_FUNCTION_ARGS)
 {
-	MvCatalog  *cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
+	MvCatalog  *cat;
 	Oid			changelog;
 
+	/* counted as the bootstrap superuser: only for readers of the view */
+	if (pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		PG_RETURN_NULL();
+	cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
 	if (cat == NULL || cat->checkpoint_snapshot == NULL)
 		return (Datum) 0;
 	changelog = MvChangeLogRelid(cat->sourceid);
@@ -151,8 +176,12 @@ mvinc_pending_changes(PG_FUNCTION_ARGS)
 Datum
 mvinc_storage_rows(PG_FUNCTION_ARGS)
 {
-	MvCatalog  *cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
+	MvCatalog  *cat;
 
+	/* counted as the bootstrap superuser: only for readers of the view */
+	if (pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		PG_RETURN_NULL();
+	cat = MvCatalogLookup(PG_GETARG_OID(0), MV_LOOKUP_NEW);
 	if (cat == NULL || !OidIsValid(cat->storage_oid))
 		return (Datum) 0;
 	PG_RETURN_INT64(count_query(psprintf("SELECT count(*) FROM mvinc.%s",

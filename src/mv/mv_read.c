@@ -34,6 +34,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/plancat.h"
 #include "optimizer/planner.h"
@@ -45,8 +46,10 @@
 #include "access/relation.h"
 #include "storage/predicate.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
@@ -363,7 +366,65 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 	rel->fdwroutine = NULL;
 }
 
-/* Per-statement memo of _read_branch(): all branches must see one answer */
+/*
+ * Incremental views read by the queries started in this transaction, whose
+ * rights the executor has checked (the view's own entry that read_query
+ * keeps in the range table): _read_branch() answers for these, and for
+ * views the caller may SELECT, and refuses the others.  Reset at the next
+ * transaction; it only grows by the views a transaction reads.
+ */
+static List *read_views = NIL;
+static LocalTransactionId read_views_lxid = InvalidLocalTransactionId;
+
+/* Remember the views whose entries a plan keeps for their rights check */
+static void
+note_read_views(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		MemoryContext old;
+
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
+			rte->inFromCl || !(rte->requiredPerms & ACL_SELECT))
+			continue;
+		if (read_views_lxid != MyProc->lxid)
+		{
+			list_free(read_views);
+			read_views = NIL;
+			read_views_lxid = MyProc->lxid;
+		}
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		read_views = list_append_unique_oid(read_views, rte->relid);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * May the current user learn (and make this backend compute) the read
+ * branch of viewid?  Yes when a query of this transaction reads the view
+ * (perhaps through a plain view whose owner may read it), or when the user
+ * may SELECT it.
+ */
+bool
+MvMayReadView(Oid viewid)
+{
+	if (read_views_lxid == MyProc->lxid && list_member_oid(read_views, viewid))
+		return true;
+	return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+}
+
+/*
+ * Per-snapshot memo of _read_branch(): all branches of a statement must see
+ * one answer.  Keyed on what the snapshot sees (xmin, xmax, the in-progress
+ * xids and subxids, the command id) in this transaction, not on xmin, xmax
+ * and the command id alone: two READ COMMITTED statements can share those
+ * and still see different transactions (one in progress for the first has
+ * committed for the second).  Snapshots that see the same transactions
+ * get the same answer, which is then still right.
+ */
 typedef struct FreshMemo
 {
 	Oid			viewid;
@@ -371,6 +432,11 @@ typedef struct FreshMemo
 	TransactionId xmin;
 	TransactionId xmax;
 	CommandId	curcid;
+	bool		suboverflowed;
+	bool		takenDuringRecovery;
+	uint32		xcnt;
+	int32		subxcnt;
+	TransactionId *xids;		/* xip then subxip, in TopMemoryContext */
 	MvReadBranch branch;
 } FreshMemo;
 
@@ -413,7 +479,7 @@ compute_branch_internal(Oid viewid)
 	if (MvXactModified(cat->sourceid))
 		return MV_READ_LIVE;
 	changelog = MvChangeLogRelid(cat->sourceid);
-	if (!OidIsValid(changelog) || MvRetainedFrom(cat->sourceid) > cat->checkpoint_lsn)
+	if (!OidIsValid(changelog))
 		return MV_READ_LIVE;
 	target = MvInsertLsn();
 	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
@@ -422,13 +488,29 @@ compute_branch_internal(Oid viewid)
 		return MV_READ_LIVE;
 	}
 
+	/*
+	 * The checkpoint (and the storage) are read in the statement's snapshot,
+	 * the change log in the latest one: capture may have written the rows
+	 * of transactions the statement sees after the statement's snapshot was
+	 * taken.  Retention may have removed rows since, too, once other
+	 * refreshes moved the checkpoint past them (a REPEATABLE READ snapshot
+	 * older than those refreshes still sees the old checkpoint).  It records
+	 * how far in the same transaction (mvinc.tracked.retained_from), so read
+	 * that bound in the same latest snapshot: when rows after the
+	 * checkpoint may be gone, their absence proves nothing, and the read
+	 * goes live.
+	 */
 	MvSpiConnect();
 	if (SPI_execute("SELECT pg_current_snapshot()::text", true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the current snapshot");
 	query_snap = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	plan = SPI_prepare(psprintf("SELECT 1 FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
+	plan = SPI_prepare(psprintf("SELECT 1 FROM mvinc.tracked t "
+								"WHERE t.relid = %u::pg_catalog.oid AND t.retained_from > '%X/%X' "
+								"UNION ALL "
+								"(SELECT 1 FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
 								"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-								"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) LIMIT 1",
+								"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) LIMIT 1)",
+								cat->sourceid, LSN_FORMAT_ARGS(cat->checkpoint_lsn),
 								MvSourceName(changelog), LSN_FORMAT_ARGS(cat->checkpoint_lsn),
 								query_snap, cat->checkpoint_snapshot),
 					   0, NULL);
@@ -462,6 +544,23 @@ MvIsFresh(Oid viewid)
 	return MvGetReadBranch(viewid) != MV_READ_LIVE;
 }
 
+/* Does the memo entry's snapshot see exactly what snap sees? */
+static bool
+memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
+{
+	int32		subxcnt = Max(snap->subxcnt, 0);
+
+	return m->viewid == viewid && m->lxid == MyProc->lxid &&
+		m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid &&
+		m->suboverflowed == snap->suboverflowed &&
+		m->takenDuringRecovery == snap->takenDuringRecovery &&
+		m->xcnt == snap->xcnt && m->subxcnt == subxcnt &&
+		(snap->xcnt == 0 ||
+		 memcmp(m->xids, snap->xip, snap->xcnt * sizeof(TransactionId)) == 0) &&
+		(subxcnt == 0 ||
+		 memcmp(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId)) == 0);
+}
+
 /*
  * SERIALIZABLE: a read answered from the storage scans no row of the
  * source, so it would take no predicate lock there and write skew through
@@ -492,45 +591,72 @@ MvGetReadBranch(Oid viewid)
 	Snapshot	snap = GetActiveSnapshot();
 	FreshMemo  *m;
 	int			i;
+	int32		subxcnt;
+	MvReadBranch branch;
 
 	if (snap == NULL)
 		return MV_READ_LIVE;
 	for (i = 0; i < FRESH_MEMO_SIZE; i++)
 	{
-		m = &fresh_memo[i];
-		if (m->viewid == viewid && m->lxid == MyProc->lxid &&
-			m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid)
+		if (memo_matches(&fresh_memo[i], viewid, snap))
 		{
-			if (m->branch != MV_READ_LIVE)
+			if (fresh_memo[i].branch != MV_READ_LIVE)
 				predicate_lock_source(viewid, snap);
-			return m->branch;
+			return fresh_memo[i].branch;
 		}
 	}
+	branch = compute_branch(viewid);
+
 	m = &fresh_memo[fresh_memo_next];
 	fresh_memo_next = (fresh_memo_next + 1) % FRESH_MEMO_SIZE;
 	m->viewid = InvalidOid;
-	m->branch = compute_branch(viewid);
-	m->viewid = viewid;
+	if (m->xids)
+		pfree(m->xids);
+	m->xids = NULL;
+	subxcnt = Max(snap->subxcnt, 0);
+	if (snap->xcnt + subxcnt > 0)
+	{
+		m->xids = MemoryContextAlloc(TopMemoryContext,
+									 (snap->xcnt + subxcnt) * sizeof(TransactionId));
+		if (snap->xcnt > 0)
+			memcpy(m->xids, snap->xip, snap->xcnt * sizeof(TransactionId));
+		if (subxcnt > 0)
+			memcpy(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId));
+	}
 	m->lxid = MyProc->lxid;
 	m->xmin = snap->xmin;
 	m->xmax = snap->xmax;
 	m->curcid = snap->curcid;
-	if (m->branch != MV_READ_LIVE)
+	m->suboverflowed = snap->suboverflowed;
+	m->takenDuringRecovery = snap->takenDuringRecovery;
+	m->xcnt = snap->xcnt;
+	m->subxcnt = subxcnt;
+	m->branch = branch;
+	m->viewid = viewid;
+	if (branch != MV_READ_LIVE)
 		predicate_lock_source(viewid, snap);
-	return m->branch;
+	return branch;
 }
 
 /*
- * Executor start: a statement that runs in parallel mode cannot take the
+ * Executor start: note the views whose rights the executor checked (see
+ * MvMayReadView).  A statement that runs in parallel mode cannot take the
  * latest snapshot or wait for capture once the executor has entered that
- * mode, so decide the freshness of every redirected view it reads first
- * (the view's own entry stays in the range table); _read_branch() then answers
- * from the memo.
+ * mode (ExecutorRun does), so decide the freshness of every redirected view
+ * it reads now (the view's own entry stays in the range table);
+ * _read_branch() then answers from the memo.
  */
 static void
 mv_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
+
+	/* First the rights checks (InitPlan), then the views they allowed */
+	if (prev_executor_start_hook)
+		prev_executor_start_hook(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	note_read_views(stmt);
 
 	if (stmt->parallelModeNeeded && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
 		!IsInParallelMode() && queryDesc->snapshot != NULL &&
@@ -556,10 +682,6 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 		if (pushed)
 			PopActiveSnapshot();
 	}
-	if (prev_executor_start_hook)
-		prev_executor_start_hook(queryDesc, eflags);
-	else
-		standard_ExecutorStart(queryDesc, eflags);
 }
 
 /* Install the planner and executor-start hooks */

@@ -10,11 +10,14 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
+#include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
@@ -22,6 +25,8 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/ruleutils.h"
 
 #include "mv/mv.h"
@@ -211,6 +216,140 @@ refuse_new_child(RangeVar *parent_rv, const char *child)
 	}
 }
 
+/* Has the table a primary key? */
+static bool
+has_primary_key(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	bool		result = OidIsValid(RelationGetPrimaryKeyIndex(rel));
+
+	relation_close(rel, NoLock);
+	return result;
+}
+
+/* "schema.view", ... for the views of a source */
+static char *
+view_names(List *views)
+{
+	StringInfoData names;
+	ListCell   *lv;
+
+	initStringInfo(&names);
+	foreach(lv, views)
+	{
+		Oid			v = lfirst_oid(lv);
+
+		appendStringInfo(&names, "%s\"%s.%s\"", foreach_current_index(lv) ? ", " : "",
+						 get_namespace_name(get_rel_namespace(v)), get_rel_name(v));
+	}
+	return names.data;
+}
+
+/*
+ * Refuse an ALTER TABLE of a source that incremental views cannot follow.
+ *
+ * ENABLE or FORCE ROW LEVEL SECURITY on the source of incremental views:
+ * their stored rows are computed without the policies.
+ *
+ * On a tracked table, what would make change capture blind (its changes
+ * would silently stop reaching the change log, and the views would go
+ * wrong): another access method than heap (logical decoding decodes only
+ * heap's WAL), SET UNLOGGED (no WAL), or a replica identity that no longer
+ * identifies the rows updates and deletes change (NOTHING, or DEFAULT
+ * without a primary key).
+ */
+static void
+refuse_source_alter(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	char	   *relname;
+	bool		tracked;
+	ListCell   *lc;
+
+	if (stmt->objtype != OBJECT_TABLE || !MvincExtensionReady())
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return;
+	relname = get_rel_name(relid);
+	tracked = OidIsValid(MvChangeLogRelid(relid));
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		const char *msg = NULL;
+		const char *why = NULL;
+
+		if (cmd->subtype == AT_EnableRowSecurity || cmd->subtype == AT_ForceRowSecurity)
+		{
+			List	   *views = MvViewsOfSource(relid);
+
+			if (views != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot %s row-level security on table \"%s\"",
+								cmd->subtype == AT_EnableRowSecurity ? "enable" : "force",
+								relname),
+						 errdetail("The table is the source of incremental materialized %s %s; incremental views do not apply row-level security policies to the rows they store.",
+								   list_length(views) > 1 ? "views" : "view", view_names(views)),
+						 errhint("Drop the incremental views of the table first (plain materialized views apply the owner's policies).")));
+			continue;
+		}
+		if (!tracked)
+			continue;
+		if (cmd->subtype == AT_SetAccessMethod)
+		{
+			Oid			amoid = get_table_am_oid(cmd->name, true);
+
+			/* a missing access method is PostgreSQL's error to raise */
+			if (OidIsValid(amoid) && amoid != HEAP_TABLE_AM_OID)
+			{
+				msg = psprintf("cannot change the access method of table \"%s\"", relname);
+				why = psprintf("logical decoding sees only the changes of heap tables, not those of access method \"%s\"",
+							   cmd->name);
+			}
+		}
+		else if (cmd->subtype == AT_SetUnLogged)
+		{
+			msg = psprintf("cannot make table \"%s\" unlogged", relname);
+			why = "the changes of unlogged tables are not written to the WAL";
+		}
+		else if (cmd->subtype == AT_ReplicaIdentity)
+		{
+			ReplicaIdentityStmt *ri = (ReplicaIdentityStmt *) cmd->def;
+
+			if (ri->identity_type == REPLICA_IDENTITY_NOTHING ||
+				(ri->identity_type == REPLICA_IDENTITY_DEFAULT &&
+				 !has_primary_key(relid)))
+			{
+				msg = psprintf("cannot set the replica identity of table \"%s\" to identify no row", relname);
+				why = "the WAL would not tell which rows its updates and deletes change";
+			}
+		}
+		if (msg != NULL)
+		{
+			List	   *views = MvViewsOfSource(relid);
+			char	   *qualified =
+				quote_literal_cstr(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+															  relname));
+
+			if (views != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("%s", msg),
+						 errdetail("The table's changes are captured from the WAL for incremental materialized %s %s; %s.",
+								   list_length(views) > 1 ? "views" : "view", view_names(views), why),
+						 errhint("Drop the %s and call mvinc.untrack(%s) first.",
+								 list_length(views) > 1 ? "views" : "view", qualified)));
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s", msg),
+					 errdetail("The table's changes are captured from the WAL (mvinc.track); %s.", why),
+					 errhint("Call mvinc.untrack(%s) first.", qualified)));
+		}
+	}
+}
+
 /* The ProcessUtility hook */
 static void
 mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
@@ -277,6 +416,7 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			if (cmd->subtype == AT_AddInherit)
 				refuse_new_child((RangeVar *) cmd->def, stmt->relation->relname);
 		}
+		refuse_source_alter(stmt);
 	}
 	else if (IsA(parsetree, ReassignOwnedStmt) && MvincExtensionReady())
 	{

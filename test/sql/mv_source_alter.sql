@@ -1,0 +1,66 @@
+-- ALTER TABLE of a tracked source that would make change capture blind is
+-- refused (issue 11, hole 6): a change of access method (logical decoding
+-- sees only heap tables' changes), SET UNLOGGED (no WAL at all) and a
+-- replica identity that no longer identifies updated and deleted rows.
+-- Nothing of the statement is applied; the views stay exact.
+CREATE TABLE sa_src (id int PRIMARY KEY, g int, v int);
+INSERT INTO sa_src SELECT i, i % 3, i FROM generate_series(1, 30) i;
+CREATE MATERIALIZED VIEW sa_agg WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n, sum(v) AS s FROM sa_src GROUP BY g;
+CREATE MATERIALIZED VIEW sa_proj WITH (mvinc.incremental = true) AS
+  SELECT id, v FROM sa_src WHERE v > 5;
+CREATE FUNCTION sa_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE q text := rtrim(pg_get_viewdef(v), ';'); n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
+                 v, q, q, v) INTO n;
+  RETURN n;
+END $$;
+\set VERBOSITY default
+
+ALTER TABLE sa_src SET ACCESS METHOD colfile;
+-- as one subcommand of several
+ALTER TABLE sa_src ADD COLUMN w int, SET ACCESS METHOD colfile;
+ALTER TABLE sa_src SET UNLOGGED;
+ALTER TABLE sa_src REPLICA IDENTITY NOTHING;
+-- nothing was applied: still heap, logged, no new column
+SELECT a.amname, c.relpersistence, c.relreplident,
+       (SELECT count(*) FROM pg_attribute WHERE attrelid = c.oid AND attname = 'w') AS w
+  FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'sa_src'::regclass;
+
+-- what capture follows is accepted: heap to heap (a rewrite), another
+-- replica identity that identifies rows, other subcommands
+ALTER TABLE sa_src SET ACCESS METHOD heap;
+ALTER TABLE sa_src REPLICA IDENTITY USING INDEX sa_src_pkey;
+ALTER TABLE sa_src REPLICA IDENTITY FULL;
+ALTER TABLE sa_src SET LOGGED;
+INSERT INTO sa_src VALUES (100, 1, 100);
+UPDATE sa_src SET v = v + 1 WHERE id IN (1, 2);
+DELETE FROM sa_src WHERE id = 3;
+SELECT mode FROM mvinc.refresh('sa_agg');
+SELECT mode FROM mvinc.refresh('sa_proj');
+SELECT sa_diff('sa_agg') AS agg_diff, sa_diff('sa_proj') AS proj_diff,
+       mvinc.read_path('sa_agg') AS agg_path, mvinc.read_path('sa_proj') AS proj_path;
+
+-- a table tracked with mvinc.track alone
+CREATE TABLE sa_tracked (id int PRIMARY KEY, v int);
+SELECT mvinc.track('sa_tracked') IS NOT NULL AS tracked;
+ALTER TABLE sa_tracked SET ACCESS METHOD colfile;
+SELECT mvinc.untrack('sa_tracked');
+ALTER TABLE sa_tracked SET ACCESS METHOD colfile;
+SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'sa_tracked'::regclass;
+DROP TABLE sa_tracked;
+
+-- a table that is not tracked changes its access method freely
+CREATE TABLE sa_plain (id int PRIMARY KEY, v int);
+ALTER TABLE sa_plain SET ACCESS METHOD colfile;
+ALTER TABLE sa_plain SET ACCESS METHOD heap;
+DROP TABLE sa_plain;
+
+-- a source whose views are gone stays tracked until untracked
+DROP MATERIALIZED VIEW sa_agg, sa_proj;
+ALTER TABLE sa_src SET ACCESS METHOD colfile;
+SELECT mvinc.untrack('sa_src');
+ALTER TABLE sa_src SET ACCESS METHOD colfile;
+DROP TABLE sa_src;
+DROP FUNCTION sa_diff(regclass);
