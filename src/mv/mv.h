@@ -132,9 +132,13 @@ extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage
 extern void MvForgetView(Oid viewid, Oid sourceid);
 extern void MvCatalogMarkStale(Oid viewid);
 extern char *MvTypeSql(Oid typid, int32 typmod);
-extern Oid MvViewSource(Oid viewid);
 extern void MvSyncStorageOwners(void);
 extern char *MvCollationSql(Oid collid);
+
+/* mv_ssi.c */
+extern void MvSsiLockSource(Oid sourceid, Snapshot snap);
+extern void MvSsiCheckLoggedWriters(Oid sourceid, const char *changelog, XLogRecPtr checkpoint_lsn,
+									const char *query_snap, Snapshot snap);
 
 /* mv_capture.c */
 extern XLogRecPtr MvInsertLsn(void);

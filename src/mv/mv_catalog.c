@@ -154,15 +154,6 @@ MvIsSource(Oid relid)
 	return found;
 }
 
-/* The source of an incremental view, or InvalidOid */
-Oid
-MvViewSource(Oid viewid)
-{
-	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
-
-	return cat ? cat->sourceid : InvalidOid;
-}
-
 /* The incremental views over relid, as a list of oids (view name order) */
 List *
 MvViewsOfSource(Oid relid)

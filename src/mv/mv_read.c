@@ -43,8 +43,6 @@
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
-#include "access/relation.h"
-#include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -481,6 +479,8 @@ compute_branch_internal(Oid viewid)
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog))
 		return MV_READ_LIVE;
+	/* SERIALIZABLE: before the wait, so that the wait covers the writers */
+	MvSsiLockSource(cat->sourceid, GetActiveSnapshot());
 	target = MvInsertLsn();
 	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
 	{
@@ -518,6 +518,9 @@ compute_branch_internal(Oid viewid)
 							 true, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the change log");
 	fresh = (SPI_processed == 0);
+	if (fresh)
+		MvSsiCheckLoggedWriters(cat->sourceid, MvSourceName(changelog), cat->checkpoint_lsn,
+								query_snap, GetActiveSnapshot());
 	MvSpiFinish();
 	if (!fresh)
 		return MV_READ_LIVE;
@@ -561,29 +564,6 @@ memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
 		 memcmp(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId)) == 0);
 }
 
-/*
- * SERIALIZABLE: a read answered from the storage scans no row of the
- * source, so it would take no predicate lock there and write skew through
- * the view would go unnoticed. Lock the whole source relation, as a
- * sequential scan of the defining query would (coarser than an index
- * scan's page locks, never weaker).
- */
-static void
-predicate_lock_source(Oid viewid, Snapshot snap)
-{
-	Oid			sourceid;
-	Relation	rel;
-
-	if (!IsolationIsSerializable())
-		return;
-	sourceid = MvViewSource(viewid);
-	if (!OidIsValid(sourceid))
-		return;
-	rel = relation_open(sourceid, AccessShareLock);
-	PredicateLockRelation(rel, snap);
-	relation_close(rel, NoLock);
-}
-
 /* Which branch answers a read of the view for the active snapshot? */
 MvReadBranch
 MvGetReadBranch(Oid viewid)
@@ -599,11 +579,7 @@ MvGetReadBranch(Oid viewid)
 	for (i = 0; i < FRESH_MEMO_SIZE; i++)
 	{
 		if (memo_matches(&fresh_memo[i], viewid, snap))
-		{
-			if (fresh_memo[i].branch != MV_READ_LIVE)
-				predicate_lock_source(viewid, snap);
 			return fresh_memo[i].branch;
-		}
 	}
 	branch = compute_branch(viewid);
 
@@ -633,8 +609,6 @@ MvGetReadBranch(Oid viewid)
 	m->subxcnt = subxcnt;
 	m->branch = branch;
 	m->viewid = viewid;
-	if (branch != MV_READ_LIVE)
-		predicate_lock_source(viewid, snap);
 	return branch;
 }
 
