@@ -30,6 +30,7 @@ extern XLogRecPtr MvincRecordEndFloor(XLogRecPtr p);
 extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn);
 extern void MvincDropConsumer(Oid relid, const char *consumer);
 extern XLogRecPtr MvincRetainedFrom(Oid relid);
+extern XLogRecPtr MvincRetainedFromIn(Oid relid, Snapshot snapshot);
 
 /* ---- Internal to src/capture ---- */
 

@@ -56,9 +56,9 @@ MvincTrackedRelid(void)
 	return get_relname_relid(MVINC_TRACKED_TABLE, nsp);
 }
 
-/* The change log of a tracked source, InvalidOid when not tracked */
-Oid
-MvincChangeLogRelid(Oid relid)
+/* One column of a source's mvinc.tracked row under snapshot (NULL: catalog snapshot) */
+static bool
+tracked_column(Oid relid, AttrNumber attnum, Snapshot snapshot, Datum *value)
 {
 	Oid			tracked = MvincTrackedRelid();
 	Oid			nsp;
@@ -66,27 +66,51 @@ MvincChangeLogRelid(Oid relid)
 	SysScanDesc scan;
 	ScanKeyData key;
 	HeapTuple	tup;
-	Oid			result = InvalidOid;
+	bool		found = false;
 
 	if (!OidIsValid(tracked))
-		return InvalidOid;
+		return false;
 	nsp = get_namespace_oid(MVINC_SCHEMA, false);
 	rel = table_open(tracked, AccessShareLock);
 	ScanKeyInit(&key, Anum_tracked_relid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relid));
 	scan = systable_beginscan(rel, get_relname_relid(MVINC_TRACKED_PKEY, nsp),
-							  true, NULL, 1, &key);
+							  true, snapshot, 1, &key);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
 	{
 		bool		isnull;
 
-		result = DatumGetObjectId(heap_getattr(tup, Anum_tracked_changelog,
-											   RelationGetDescr(rel), &isnull));
+		*value = heap_getattr(tup, attnum, RelationGetDescr(rel), &isnull);
+		found = !isnull;
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return result;
+	return found;
+}
+
+/* The change log of a tracked source, InvalidOid when not tracked */
+Oid
+MvincChangeLogRelid(Oid relid)
+{
+	Datum		d;
+
+	return tracked_column(relid, Anum_tracked_changelog, NULL, &d) ?
+		DatumGetObjectId(d) : InvalidOid;
+}
+
+/*
+ * Change-log rows of a source with lsn <= this were removed by retention,
+ * as snapshot sees it (a read checks it in the snapshot it reads the
+ * change log with); InvalidXLogRecPtr when not tracked.
+ */
+XLogRecPtr
+MvincRetainedFromIn(Oid relid, Snapshot snapshot)
+{
+	Datum		d;
+
+	return tracked_column(relid, Anum_tracked_retained_from, snapshot, &d) ?
+		DatumGetLSN(d) : InvalidXLogRecPtr;
 }
 
 /*

@@ -151,6 +151,7 @@ extern void MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn);
 extern void MvDropConsumer(Oid relid, const char *consumer);
 extern void MvForgetDroppedSource(Oid relid);
 extern XLogRecPtr MvRetainedFrom(Oid relid);
+extern XLogRecPtr MvRetainedFromIn(Oid relid, Snapshot snapshot);
 
 /* mv_state.c */
 extern char *MvStateAggSql(MvColumn *col, const char *alias);
@@ -205,6 +206,8 @@ typedef struct MvDeltaSummary
 extern void MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 							 const char *new_snap, const char *old_snap,
 							 MvDeltaSummary *sum);
+extern bool MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
+						   const char *old_snap, Snapshot latest);
 
 /* mv_snapshot.c */
 extern char *MvSnapshotText(Snapshot snap, bool own_seen);

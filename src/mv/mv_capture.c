@@ -117,6 +117,13 @@ MvDropConsumer(Oid relid, const char *consumer)
 	MvincDropConsumer(relid, consumer);
 }
 
+/* MvRetainedFrom as snapshot sees it (no SPI: the read path's decision) */
+XLogRecPtr
+MvRetainedFromIn(Oid relid, Snapshot snapshot)
+{
+	return MvincRetainedFromIn(relid, snapshot);
+}
+
 /* Change-log rows with lsn <= this were removed by retention */
 XLogRecPtr
 MvRetainedFrom(Oid relid)

@@ -17,6 +17,10 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "utils/fmgroids.h"
+#include "access/table.h"
+#include "access/genam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "catalog/dependency.h"
@@ -77,6 +81,76 @@ storage_exists(Oid storage_oid, const char *storage_name)
  * The catalog row of a view, or NULL.  With latest, read with the latest
  * snapshot (refresh, after it has locked the view).
  */
+/* Columns of mvinc.mv_view (sql/0.1/30_mv.sql) that lookups read */
+#define Anum_mv_view_view				1
+#define Anum_mv_view_source				2
+#define Anum_mv_view_kind				3
+#define Anum_mv_view_storage_name		7
+#define Anum_mv_view_storage_oid		8
+#define Anum_mv_view_source_generation	9
+#define Anum_mv_view_built_generation	10
+#define Anum_mv_view_populated			11
+#define Anum_mv_view_checkpoint_snapshot 12
+#define Anum_mv_view_checkpoint_lsn		13
+#define Anum_mv_view_append_rows		14
+
+/*
+ * MvCatalogLookup under the statement's snapshot through the primary key
+ * index, without SPI: every read of a view decides its path with it, so it
+ * must cost a few microseconds, not a parse and a plan.
+ */
+static MvCatalog *
+catalog_lookup_direct(Oid viewid, Snapshot snapshot)
+{
+	Oid			schema = MvincSchemaOid();
+	Relation	rel = table_open(get_relname_relid("mv_view", schema), AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	MvCatalog  *cat = NULL;
+
+	Assert(strcmp(NameStr(TupleDescAttr(desc, Anum_mv_view_append_rows - 1)->attname),
+				  "append_rows") == 0);
+	ScanKeyInit(&key, Anum_mv_view_view, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(viewid));
+	scan = systable_beginscan(rel, get_relname_relid("mv_view_pkey", schema), true,
+							  snapshot, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d;
+
+		cat = palloc0(sizeof(MvCatalog));
+		cat->viewid = viewid;
+		cat->sourceid = DatumGetObjectId(heap_getattr(tup, Anum_mv_view_source, desc, &isnull));
+		cat->kind = strcmp(TextDatumGetCString(heap_getattr(tup, Anum_mv_view_kind, desc, &isnull)),
+						   "aggregate") == 0 ? MV_KIND_AGGREGATE : MV_KIND_PROJECTION;
+		cat->storage_name = pstrdup(NameStr(*DatumGetName(heap_getattr(tup, Anum_mv_view_storage_name,
+																	   desc, &isnull))));
+		cat->storage_oid = DatumGetObjectId(heap_getattr(tup, Anum_mv_view_storage_oid, desc, &isnull));
+		cat->populated = DatumGetBool(heap_getattr(tup, Anum_mv_view_populated, desc, &isnull));
+		cat->source_generation = DatumGetInt32(heap_getattr(tup, Anum_mv_view_source_generation,
+															desc, &isnull));
+		d = heap_getattr(tup, Anum_mv_view_built_generation, desc, &isnull);
+		cat->built_generation = isnull ? -1 : DatumGetInt32(d);
+		d = heap_getattr(tup, Anum_mv_view_checkpoint_snapshot, desc, &isnull);
+		cat->checkpoint_snapshot = isnull ? NULL :
+			DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
+		d = heap_getattr(tup, Anum_mv_view_checkpoint_lsn, desc, &isnull);
+		cat->checkpoint_lsn = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
+		cat->append_rows = DatumGetInt64(heap_getattr(tup, Anum_mv_view_append_rows, desc, &isnull));
+		if (!storage_exists(cat->storage_oid, cat->storage_name))
+			cat->storage_oid = InvalidOid;
+		else
+			cat->append_oid = get_relname_relid(MvAppendTableName(cat->storage_name), schema);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return cat;
+}
+
 MvCatalog *
 MvCatalogLookup(Oid viewid, int how)
 {
@@ -85,6 +159,8 @@ MvCatalogLookup(Oid viewid, int how)
 
 	if (!MvincExtensionReady())
 		return NULL;
+	if (how == MV_LOOKUP_ACTIVE && ActiveSnapshotSet())
+		return catalog_lookup_direct(viewid, GetActiveSnapshot());
 	MvSpiConnect();
 	if (spi_oid_query("SELECT source::oid, kind, storage_name::text, storage_oid, populated, "
 					  "source_generation, coalesce(built_generation, -1), "

@@ -459,16 +459,22 @@ fresh_wait_timeout(void)
 	return mvinc_fresh_wait;
 }
 
-/* Decide the read branch for the active snapshot (uncached) */
+/*
+ * Decide the read branch for the active snapshot (uncached). Every read
+ * of a view pays this once per statement, so it runs no SQL (catalog and
+ * change log through their indexes) unless SERIALIZABLE asks for the
+ * change log's writers.
+ */
 static MvReadBranch
-compute_branch_internal(Oid viewid)
+compute_branch(Oid viewid)
 {
+	Snapshot	active = GetActiveSnapshot();
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
 	Oid			changelog;
 	XLogRecPtr	target;
 	char	   *query_snap;
 	bool		fresh;
-	SPIPlanPtr	plan;
+	Snapshot	latest;
 
 	if (cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
 		cat->checkpoint_snapshot == NULL ||
@@ -480,7 +486,7 @@ compute_branch_internal(Oid viewid)
 	if (!OidIsValid(changelog))
 		return MV_READ_LIVE;
 	/* SERIALIZABLE: before the wait, so that the wait covers the writers */
-	MvSsiLockSource(cat->sourceid, GetActiveSnapshot());
+	MvSsiLockSource(cat->sourceid, active);
 	target = MvInsertLsn();
 	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
 	{
@@ -500,44 +506,22 @@ compute_branch_internal(Oid viewid)
 	 * checkpoint may be gone, their absence proves nothing, and the read
 	 * goes live.
 	 */
-	MvSpiConnect();
-	if (SPI_execute("SELECT pg_current_snapshot()::text", true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the current snapshot");
-	query_snap = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	plan = SPI_prepare(psprintf("SELECT 1 FROM mvinc.tracked t "
-								"WHERE t.relid = %u::pg_catalog.oid AND t.retained_from > '%X/%X' "
-								"UNION ALL "
-								"(SELECT 1 FROM %s s WHERE s._mvinc_lsn > '%X/%X' "
-								"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-								"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) LIMIT 1)",
-								cat->sourceid, LSN_FORMAT_ARGS(cat->checkpoint_lsn),
-								MvSourceName(changelog), LSN_FORMAT_ARGS(cat->checkpoint_lsn),
-								query_snap, cat->checkpoint_snapshot),
-					   0, NULL);
-	if (SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the change log");
-	fresh = (SPI_processed == 0);
-	if (fresh)
-		MvSsiCheckLoggedWriters(cat->sourceid, MvSourceName(changelog), cat->checkpoint_lsn,
-								query_snap, GetActiveSnapshot());
-	MvSpiFinish();
+	query_snap = MvSnapshotText(active, false);
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	fresh = MvRetainedFromIn(cat->sourceid, latest) <= cat->checkpoint_lsn &&
+		!MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
+						cat->checkpoint_snapshot, latest);
+	UnregisterSnapshot(latest);
 	if (!fresh)
 		return MV_READ_LIVE;
+	if (IsolationIsSerializable())
+	{
+		MvSpiConnect();
+		MvSsiCheckLoggedWriters(cat->sourceid, MvSourceName(changelog), cat->checkpoint_lsn,
+								query_snap, active);
+		MvSpiFinish();
+	}
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
-}
-
-/* compute_branch_internal with the subsystem's own rights */
-static MvReadBranch
-compute_branch(Oid viewid)
-{
-	MvInternal	save;
-	MvReadBranch branch;
-
-	MvBecomeInternal(&save);
-	branch = compute_branch_internal(viewid);
-	MvEndInternal(&save);
-	return branch;
 }
 
 /* Is the view's storage (with its append table) the answer now? */

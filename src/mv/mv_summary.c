@@ -141,3 +141,51 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 	pfree(DatumGetPointer(snew));
 	pfree(DatumGetPointer(sold));
 }
+
+/*
+ * Does the change log hold a row with lsn > from whose transaction the
+ * snapshot query_snap sees and the checkpoint's old_snap does not (both
+ * pg_snapshot text)? Read with snapshot latest. The read path's question
+ * "is the storage the answer?", asked without SPI: it stops at the first
+ * such row, and a fresh view usually has none after its checkpoint.
+ */
+bool
+MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
+			   const char *old_snap, Snapshot latest)
+{
+	Relation	rel = table_open(changelog, AccessShareLock);
+	AttrNumber	lsnatt = required_attnum(rel, "_mvinc_lsn");
+	AttrNumber	xidatt = required_attnum(rel, "_mvinc_xid");
+	Oid			indexid = lsn_index(rel, lsnatt);
+	Datum		squery = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(query_snap));
+	Datum		sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
+	Relation	irel;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	bool		found = false;
+
+	if (!OidIsValid(indexid))
+		elog(ERROR, "change log \"%s\" has no index on _mvinc_lsn", RelationGetRelationName(rel));
+	irel = index_open(indexid, AccessShareLock);
+	ScanKeyInit(&key, 1, BTGreaterStrategyNumber, F_PG_LSN_GT, LSNGetDatum(from));
+	scan = index_beginscan(rel, irel, latest, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	slot = table_slot_create(rel, NULL);
+	while (!found && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		xid = slot_getattr(slot, xidatt, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		found = DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, squery)) &&
+			!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, sold));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_endscan(scan);
+	index_close(irel, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	pfree(DatumGetPointer(squery));
+	pfree(DatumGetPointer(sold));
+	return found;
+}
