@@ -91,6 +91,12 @@ typedef struct MvRefreshResult
 
 /* mv_init.c */
 extern int	mvinc_fresh_wait;
+
+/* mvinc.read_path */
+#define MV_READ_PATH_AUTO		0
+#define MV_READ_PATH_LIVE		1
+#define MV_READ_PATH_STALE_OK	2
+extern int	mvinc_read_path_mode;
 extern bool mvinc_direct_merge;
 typedef struct MvInternal
 {

@@ -127,6 +127,16 @@ mv_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/* mvinc.read_path: how reads of incremental views choose their path */
+int			mvinc_read_path_mode = MV_READ_PATH_AUTO;
+
+static const struct config_enum_entry read_path_options[] = {
+	{"auto", MV_READ_PATH_AUTO, false},
+	{"live", MV_READ_PATH_LIVE, false},
+	{"stale_ok", MV_READ_PATH_STALE_OK, false},
+	{NULL, 0, false}
+};
+
 /* mvinc.fresh_wait: ms a read waits for capture before going live */
 int			mvinc_fresh_wait = 2000;
 
@@ -146,6 +156,12 @@ MvincMvInit(void)
 							 "Append refreshes of aggregate views with GROUP BY add state rows beside the storage up to this fraction of its rows.",
 							 "Past it the refresh folds them into the storage (compacts); 0 folds at every refresh.",
 							 &mvinc_compact_fraction, 1.0, 0.0, 1000.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("mvinc.read_path",
+							 "How reads of incremental views choose between the storage and the defining query.",
+							 "auto: the storage when it holds every change the query's snapshot sees, else the defining query; "
+							 "live: always the defining query; stale_ok: the storage as last refreshed, without waiting for capture.",
+							 &mvinc_read_path_mode, MV_READ_PATH_AUTO, read_path_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mvinc.fresh_wait",
 							"How long a read of an incremental view waits for change capture to catch up.",

@@ -476,10 +476,14 @@ compute_branch(Oid viewid)
 	bool		fresh;
 	Snapshot	latest;
 
-	if (cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
+	if (mvinc_read_path_mode == MV_READ_PATH_LIVE ||
+		cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
 		cat->checkpoint_snapshot == NULL ||
 		cat->built_generation != cat->source_generation)
 		return MV_READ_LIVE;
+	/* asked for: the storage as the last refresh left it */
+	if (mvinc_read_path_mode == MV_READ_PATH_STALE_OK)
+		return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
 	if (MvXactModified(cat->sourceid))
 		return MV_READ_LIVE;
 	changelog = MvChangeLogRelid(cat->sourceid);

@@ -83,6 +83,20 @@ BEGIN
 END $$;
 SELECT il_plan_scans_matview();
 DROP FUNCTION il_plan_scans_matview();
+-- mvinc.read_path: auto (exact), live (always the query), stale_ok (the
+-- storage as last refreshed); a prepared statement follows the setting
+INSERT INTO il VALUES (101, 2, 500);
+SELECT mvinc.read_path('il_v'), (SELECT s FROM il_v WHERE g = 2) AS s2;
+SET mvinc.read_path = stale_ok;
+SELECT mvinc.read_path('il_v'), (SELECT s FROM il_v WHERE g = 2) AS s2;
+EXECUTE il_prep;
+SET mvinc.read_path = live;
+REFRESH MATERIALIZED VIEW il_v;
+SELECT mvinc.read_path('il_v'), (SELECT s FROM il_v WHERE g = 2) AS s2;
+SELECT * FROM il_check();
+SET mvinc.read_path = sometimes;
+RESET mvinc.read_path;
+SELECT mvinc.read_path('il_v'), (SELECT s FROM il_v WHERE g = 2) AS s2;
 DROP FUNCTION il_check(), il_all(), il_one(int), il_total(), il_plpgsql(), il_lock();
 DROP VIEW il_over, il_q;
 DROP MATERIALIZED VIEW il_v;
