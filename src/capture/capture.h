@@ -108,6 +108,7 @@ extern void MvincStartWorker(Oid dboid, bool error_if_none);
 extern void MvincWakeWorker(Oid dboid);
 extern bool MvincStopWorkerForDropdb(Oid dboid);
 extern void MvincResumeWorker(Oid dboid);
+extern void MvincWorkerLeaveDecoding(void);
 
 /* capture_track.c */
 extern int	MvincSpiConnect(void);

@@ -106,6 +106,8 @@ MvincRetentionPass(void)
 	MemoryContext pass_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc retention",
 												   ALLOCSET_SMALL_SIZES);
 
+	/* deletions must be seen as running by others (capture_worker.c) */
+	MvincWorkerLeaveDecoding();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	spi_nest = MvincSpiConnect();
