@@ -899,6 +899,25 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	TimestampTz started = GetCurrentTimestamp();
 	TimestampTz waited;
 
+	/*
+	 * The statements below read the change log and the storage with the
+	 * transaction's snapshot.  Under REPEATABLE READ or SERIALIZABLE that
+	 * snapshot was taken when the transaction's first statement started,
+	 * before S' and before the wait for capture: rows of batches committed
+	 * since (and storage rows of a refresh that committed since) are
+	 * invisible to it, while the checkpoint would still move to S'. Such a
+	 * refresh would skip changes silently, so it is refused.  (The initial
+	 * computation reads only the source, under S', into new storage.)
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot refresh incremental materialized view \"%s\" in a %s transaction",
+						get_rel_name(rc->viewid),
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("The refresh must see every change captured up to its start, which the transaction's snapshot may predate."),
+				 errhint("Refresh the view in a READ COMMITTED transaction.")));
+
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);
 	if (!OidIsValid(changelog))

@@ -166,6 +166,15 @@ ROLLBACK;
 SELECT checkpoint_lsn = :'lsn_before' AS unchanged FROM mvinc.mv_view WHERE view = 'm_proj'::regclass;
 SELECT * FROM mv_refresh('m_proj');
 
+-- a refresh in a REPEATABLE READ or SERIALIZABLE transaction is refused:
+-- its snapshot may predate changes captured before the refresh started
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT mode FROM mvinc.refresh('m_proj');
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+REFRESH MATERIALIZED VIEW m_proj;
+ROLLBACK;
+
 -- REFRESH ... WITH NO DATA and refresh of a plain view are refused
 REFRESH MATERIALIZED VIEW m_proj WITH NO DATA;
 CREATE MATERIALIZED VIEW plain AS SELECT 1 AS x;
