@@ -158,6 +158,7 @@ extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
 extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
 extern bool MvXactModified(Oid relid);
 extern void MvRefreshInit(void);
+extern void MvRequireReadCommitted(Oid viewid, const char *action);
 extern void MvNoteSourceWrite(Oid relid);
 extern bool MvHasOwnChanges(void);
 extern char *MvColumnListSql(MvDef *def, int role, const char *prefix);

@@ -883,6 +883,31 @@ summary_matches_sql(RefreshCtx *rc, XLogRecPtr L, MvDeltaSummary *sum)
 }
 #endif
 
+/*
+ * Refuse to consume changes or append rows in a REPEATABLE READ or
+ * SERIALIZABLE transaction.  The statements of a refresh or compaction
+ * read the change log, the storage and the append table with the
+ * transaction's snapshot.  Under those levels it was taken when the
+ * transaction's first statement started, before S' and the wait for
+ * capture (and before a refresh that committed while we waited for the
+ * view's lock): rows committed since are invisible to it, while the
+ * checkpoint would move to S' (or the append count to zero), so the
+ * changes would be skipped silently.  (The initial computation reads only
+ * the source, under S', into new storage.)
+ */
+void
+MvRequireReadCommitted(Oid viewid, const char *action)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s incremental materialized view \"%s\" in a %s transaction",
+						action, get_rel_name(viewid),
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("It must see every change committed before it started, which the transaction's snapshot may predate."),
+				 errhint("Run it in a READ COMMITTED transaction.")));
+}
+
 /* Every other mode: consume the change log between checkpoint and S' */
 static void
 refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
@@ -899,24 +924,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	TimestampTz started = GetCurrentTimestamp();
 	TimestampTz waited;
 
-	/*
-	 * The statements below read the change log and the storage with the
-	 * transaction's snapshot.  Under REPEATABLE READ or SERIALIZABLE that
-	 * snapshot was taken when the transaction's first statement started,
-	 * before S' and before the wait for capture: rows of batches committed
-	 * since (and storage rows of a refresh that committed since) are
-	 * invisible to it, while the checkpoint would still move to S'. Such a
-	 * refresh would skip changes silently, so it is refused.  (The initial
-	 * computation reads only the source, under S', into new storage.)
-	 */
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot refresh incremental materialized view \"%s\" in a %s transaction",
-						get_rel_name(rc->viewid),
-						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
-				 errdetail("The refresh must see every change captured up to its start, which the transaction's snapshot may predate."),
-				 errhint("Refresh the view in a READ COMMITTED transaction.")));
+	MvRequireReadCommitted(rc->viewid, "refresh");
 
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);

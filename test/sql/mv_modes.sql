@@ -166,13 +166,16 @@ ROLLBACK;
 SELECT checkpoint_lsn = :'lsn_before' AS unchanged FROM mvinc.mv_view WHERE view = 'm_proj'::regclass;
 SELECT * FROM mv_refresh('m_proj');
 
--- a refresh in a REPEATABLE READ or SERIALIZABLE transaction is refused:
--- its snapshot may predate changes captured before the refresh started
+-- a refresh or compaction in a REPEATABLE READ or SERIALIZABLE transaction
+-- is refused: its snapshot may predate changes committed before it started
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT mode FROM mvinc.refresh('m_proj');
 ROLLBACK;
 BEGIN ISOLATION LEVEL SERIALIZABLE;
 REFRESH MATERIALIZED VIEW m_proj;
+ROLLBACK;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT mvinc.compact('m_proj');
 ROLLBACK;
 
 -- REFRESH ... WITH NO DATA and refresh of a plain view are refused
