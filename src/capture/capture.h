@@ -80,6 +80,7 @@ extern CaptureShared *MvincCaptureShared;
 extern int	mvinc_capture_batch_rows;
 extern int	mvinc_capture_naptime_ms;
 extern int	mvinc_retention_interval_ms;
+extern bool mvinc_debug_keep_change_log;
 extern int	mvinc_capture_nice;
 extern CaptureWorkerSlot *MvincCaptureSlotFor(Oid dboid, bool create);
 extern void MvincCaptureSlotName(Oid dboid, char *name);

@@ -155,6 +155,7 @@ extern bool MvAggRetractable(Oid aggfnoid);
 /* mv_refresh.c */
 extern int	mvinc_refresh_depth;
 extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
+extern MvRefreshResult MvRefreshKeepSnapshot(Oid viewid, Snapshot *snap);
 extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
 extern bool MvXactModified(Oid relid);
 extern void MvRefreshInit(void);
@@ -207,6 +208,8 @@ typedef enum MvReadBranch
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
 extern bool MvIsFresh(Oid viewid);
+extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
+extern char *MvViewQuerySql(Oid viewid);
 
 /* mv_utility.c */
 extern void MvUtilityInit(void);

@@ -1013,10 +1013,12 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 
 /*
  * Refresh an incremental view in the current transaction.  initial asks
- * for the first computation (CREATE ... WITH DATA).
+ * for the first computation (CREATE ... WITH DATA).  With keep, *keep gets
+ * the refresh's snapshot S' (registered: the caller unregisters it), or
+ * InvalidSnapshot when the refresh took none.
  */
-MvRefreshResult
-MvRefresh(Oid viewid, bool full, bool initial)
+static MvRefreshResult
+refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
 {
 	MvRefreshResult res = {0};
 	RefreshCtx *rc;
@@ -1042,9 +1044,25 @@ MvRefresh(Oid viewid, bool full, bool initial)
 		mvinc_refresh_depth--;
 	}
 	PG_END_TRY();
-	if (rc->snap)
+	if (keep)
+		*keep = rc->snap;
+	else if (rc->snap)
 		UnregisterSnapshot(rc->snap);
 	MvSpiFinish();
 	MvEndInternal(&save);
 	return res;
+}
+
+MvRefreshResult
+MvRefresh(Oid viewid, bool full, bool initial)
+{
+	return refresh_view(viewid, full, initial, NULL);
+}
+
+/* An incremental refresh that hands its snapshot S' over (mvinc.verify_view) */
+MvRefreshResult
+MvRefreshKeepSnapshot(Oid viewid, Snapshot *snap)
+{
+	*snap = InvalidSnapshot;
+	return refresh_view(viewid, false, false, snap);
 }

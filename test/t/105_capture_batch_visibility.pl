@@ -76,6 +76,8 @@ for my $round (1 .. 2)
 	is($node->safe_psql('postgres',
 			"SELECT pending_changes FROM mvinc.views WHERE view = 'docs_v'::regclass"),
 		'20', "round $round: and counted as pending");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM mvinc.verify_view('docs_v')"), '0',
+		"round $round: verify_view finds every change applied or in the change log");
 	is($node->safe_psql('postgres', "SELECT mode FROM mvinc.refresh('docs_v')"), 'merge',
 		"round $round: the refresh applies it");
 	is($node->safe_psql('postgres', $check), '0', "round $round: the view equals its query");
