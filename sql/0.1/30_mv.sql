@@ -71,6 +71,16 @@ CREATE FUNCTION mvinc.compact(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
     AS 'MODULE_PATHNAME', 'mvinc_compact';
 
+-- Consistency check of a view (no rows: consistent).  Every change of the
+-- source after the view's checkpoint must be applied or still in the change
+-- log; it refreshes in a subtransaction that it rolls back and compares the
+-- view with its query.  Like amcheck's functions, closed to PUBLIC.
+CREATE FUNCTION mvinc.verify_view(view regclass, OUT problem text, OUT detail text)
+    RETURNS SETOF record
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_verify_view';
+REVOKE ALL ON FUNCTION mvinc.verify_view(regclass) FROM PUBLIC;
+
 CREATE FUNCTION mvinc._pending_changes(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
     AS 'MODULE_PATHNAME', 'mvinc_pending_changes';

@@ -81,6 +81,7 @@ extern CaptureShared *MvincCaptureShared;
 extern int	mvinc_capture_batch_rows;
 extern int	mvinc_capture_naptime_ms;
 extern int	mvinc_retention_interval_ms;
+extern bool mvinc_debug_keep_change_log;
 extern int	mvinc_capture_nice;
 extern CaptureWorkerSlot *MvincCaptureSlotFor(Oid dboid, bool create);
 extern void MvincCaptureSlotName(Oid dboid, char *name);
@@ -109,6 +110,7 @@ extern void MvincStartWorker(Oid dboid, bool error_if_none);
 extern void MvincWakeWorker(Oid dboid);
 extern bool MvincStopWorkerForDropdb(Oid dboid);
 extern void MvincResumeWorker(Oid dboid);
+extern void MvincWorkerLeaveDecoding(void);
 
 /* capture_track.c */
 extern int	MvincSpiConnect(void);

@@ -153,6 +153,7 @@ MvincHorizonAdvance(bool start)
 
 	if (start)
 	{
+		MvincWorkerLeaveDecoding();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		start = any_source_needs_horizon();
@@ -251,6 +252,7 @@ MvincHorizonRecheck(void)
 		return;
 	}
 
+	MvincWorkerLeaveDecoding();
 	StartTransactionCommand();
 	tracked = MvincTrackedRelid();
 	if (OidIsValid(tracked) && ConditionalLockRelationOid(tracked, ShareLock))

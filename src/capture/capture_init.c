@@ -37,6 +37,7 @@ CaptureShared *MvincCaptureShared = NULL;
 int			mvinc_capture_batch_rows = 10000;
 int			mvinc_capture_naptime_ms = 50;
 int			mvinc_retention_interval_ms = 10000;
+bool		mvinc_debug_keep_change_log = false;
 int			mvinc_capture_nice = 0;
 static int	capture_max_databases = 16;
 
@@ -287,6 +288,11 @@ MvincCaptureInit(void)
 							"How often the capture worker removes change log rows no consumer needs.",
 							NULL, &mvinc_retention_interval_ms, 10000, 100, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("mvinc.debug_keep_change_log",
+							 "Keeps every change-log row: retention removes nothing (for debugging).",
+							 "So that the rows of a change a view missed are still there when mvinc.verify_view reports it. Change logs grow without bound while it is on.",
+							 &mvinc_debug_keep_change_log, false,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mvinc.capture_nice",
 							"Scheduling niceness of the capture workers (0 = that of the server).",
 							"A higher value gives the backends whose writes it decodes precedence on a busy machine; capture then lags while they keep the CPUs busy.",

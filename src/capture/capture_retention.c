@@ -9,8 +9,10 @@
  *	  must not wait for a whole retention); mvinc.tracked.retained_from records the
  *	  bound first, so a consumer can tell that rows it needs are gone.  A
  *	  source with no consumer (tracked only through mvinc.track) keeps every
- *	  row until it is untracked.  The same pass untracks sources dropped in
- *	  ways the utility hook does not see (DROP SCHEMA ... CASCADE, DROP OWNED).
+ *	  row until it is untracked, and with mvinc.debug_keep_change_log on no
+ *	  source loses any (evidence for mvinc.verify_view).  The same pass
+ *	  untracks sources dropped in ways the utility hook does not see (DROP
+ *	  SCHEMA ... CASCADE, DROP OWNED).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -106,6 +108,8 @@ MvincRetentionPass(void)
 	MemoryContext pass_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc retention",
 												   ALLOCSET_SMALL_SIZES);
 
+	/* deletions must be seen as running by others (capture_worker.c) */
+	MvincWorkerLeaveDecoding();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	spi_nest = MvincSpiConnect();
@@ -130,7 +134,7 @@ MvincRetentionPass(void)
 
 			if (orphan)
 				work = lappend(work, list_make3_oid(relid, logid, InvalidOid));
-			else if (!n3)
+			else if (!n3 && !mvinc_debug_keep_change_log)
 			{
 				XLogRecPtr *p = palloc(sizeof(XLogRecPtr));
 

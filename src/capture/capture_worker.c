@@ -17,6 +17,10 @@
  *	  boundary once it holds mvinc.capture_batch_rows rows or the worker has
  *	  read all flushed WAL, so a source transaction is never split.
  *
+ *	  Visibility of the worker's own writes: the worker is a logical decoding
+ *	  process only while it decodes, an ordinary backend in its own
+ *	  transactions (MvincWorkerLeaveDecoding, issue 19).
+ *
  *	  Exactly once: a restart re-decodes from the slot's confirmed position;
  *	  transactions whose commit ends at or before the applied position read
  *	  back from mvinc.capture_progress are skipped.  The worker's own
@@ -52,6 +56,7 @@
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -79,6 +84,75 @@
 #define RETENTION_BATCH_GAP_MS	200
 
 CaptureWorkerSlot *MyCaptureSlot = NULL;
+
+/*
+ * PROC_IN_LOGICAL_DECODING, which CreateDecodingContext sets, tells
+ * PostgreSQL that this process only decodes: GetSnapshotData leaves its xid
+ * out of every other backend's snapshot and ComputeXidHorizons its xmin out
+ * of the horizons (a decoding process never writes, and its slot holds the
+ * xmin it needs).  This worker also writes: change-log rows and the
+ * progress row in every batch, retention's deletions.  With the flag on,
+ * a backend that took a snapshot while a batch was being written, after
+ * some later transaction had ended, held an xmax past the batch's xid
+ * without the xid among its running ones: it took the batch for finished.
+ * Reading a row of the batch before the commit (a refresh's scan of the
+ * change log, mvinc.views, a read of a view) it found the xid not
+ * committed, concluded "aborted" and set the row's xmin-invalid hint bit.
+ * Once the batch committed its rows were invisible to everyone while the
+ * captured position covered them, and the next refresh moved the view's
+ * checkpoint past changes it never saw (issue 19).
+ *
+ * So the flag is on only while the worker decodes (no xid is assigned
+ * there, and the historic snapshots of decoding must not hold back VACUUM
+ * of other tables), and off in every transaction of the worker's own:
+ * MvincWorkerLeaveDecoding runs before each of them, enter_decoding before
+ * a record is decoded.  Each switch takes ProcArrayLock, about twice per
+ * batch.  worker_xact_callback refuses to commit a write made with the flag
+ * on, so a caller that forgets the switch fails loudly instead of losing
+ * rows silently.
+ */
+static void
+set_decoding_flag(bool on)
+{
+	if (((MyProc->statusFlags & PROC_IN_LOGICAL_DECODING) != 0) == on)
+		return;
+	/* as logical.c: an xid or snapshot of a transaction must not be hidden */
+	Assert(!on || !IsTransactionOrTransactionBlock());
+	LWLockAcquire(ProcArrayLock, LW_EXCLUSIVE);
+	if (on)
+		MyProc->statusFlags |= PROC_IN_LOGICAL_DECODING;
+	else
+		MyProc->statusFlags &= ~PROC_IN_LOGICAL_DECODING;
+	ProcGlobal->statusFlags[MyProc->pgxactoff] = MyProc->statusFlags;
+	LWLockRelease(ProcArrayLock);
+}
+
+/* Before decoding a record: outside any transaction of our own */
+static void
+enter_decoding(void)
+{
+	set_decoding_flag(true);
+}
+
+/*
+ * Before a transaction of the worker's own (it may write or take
+ * snapshots): be an ordinary backend, seen in others' snapshots.
+ */
+void
+MvincWorkerLeaveDecoding(void)
+{
+	set_decoding_flag(false);
+}
+
+/* The safety net described above set_decoding_flag */
+static void
+worker_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT &&
+		(MyProc->statusFlags & PROC_IN_LOGICAL_DECODING) != 0 &&
+		FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+		elog(ERROR, "mvinc capture worker: a write in a transaction hidden from other snapshots");
+}
 
 /* Fill in the registration of a database's capture worker */
 static void
@@ -282,6 +356,7 @@ extension_exists(void)
 {
 	bool		exists;
 
+	MvincWorkerLeaveDecoding();
 	StartTransactionCommand();
 	exists = OidIsValid(get_extension_oid("mvinc", true));
 	CommitTransactionCommand();
@@ -486,6 +561,8 @@ apply_batch(XLogRecPtr *applied, XLogRecPtr upto)
 	{
 		int			save_synchronous_commit = synchronous_commit;
 
+		/* others must see the batch's xid as running until it commits */
+		MvincWorkerLeaveDecoding();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		MvincWriterApplyBuffer(*applied, upto);
@@ -623,7 +700,10 @@ capture_loop(void)
 			if (errm)
 				elog(ERROR, "could not read WAL: %s", errm);
 			if (record != NULL)
+			{
+				enter_decoding();
 				LogicalDecodingProcessRecord(ctx, ctx->reader);
+			}
 			decoded_since_nap = true;
 			MvincCaptureYield();
 
@@ -761,6 +841,7 @@ MvincWorkerMain(Datum arg)
 	failures = MyCaptureSlot->failures;
 	LWLockRelease(MvincCaptureShared->lock);
 	on_shmem_exit(worker_shmem_exit, (Datum) 0);
+	RegisterXactCallback(worker_xact_callback, NULL);
 
 	/* Back off after failures */
 	if (failures > 0)

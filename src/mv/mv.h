@@ -175,9 +175,11 @@ extern bool MvAggRetractable(Oid aggfnoid);
 extern int	mvinc_refresh_depth;
 extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
 extern void MvRefreshNoData(Oid viewid);
+extern MvRefreshResult MvRefreshKeepSnapshot(Oid viewid, Snapshot *snap);
 extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
 extern bool MvXactModified(Oid relid);
 extern void MvRefreshInit(void);
+extern void MvRequireReadCommitted(Oid viewid, const char *action);
 extern void MvNoteSourceWrite(Oid relid);
 extern bool MvHasOwnChanges(void);
 extern char *MvColumnListSql(MvDef *def, int role, const char *prefix);
@@ -229,6 +231,8 @@ typedef enum MvReadBranch
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
 extern bool MvIsFresh(Oid viewid);
+extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
+extern char *MvViewQuerySql(Oid viewid);
 
 /* mv_utility.c */
 extern void MvUtilityInit(void);

@@ -391,6 +391,7 @@ MvCompact(Oid viewid)
 	MvInternal	save;
 	int64		rows = 0;
 
+	MvRequireReadCommitted(viewid, "compact");
 	MvBecomeInternal(&save);
 	/* the refresh lock: refreshes and compactions of one view serialize */
 	LockRelationOid(viewid, ExclusiveLock);

@@ -166,6 +166,31 @@ finalized_columns(Oid viewid, MvDef *def, bool finals)
 	return sql.data;
 }
 
+/*
+ * SQL of the view's contents as stored: the storage (merged with the
+ * append table when the view has one), finalized into the view's columns.
+ * Used by mvinc.verify_view, which compares it with the view's query.
+ */
+char *
+MvStoredContentSql(Oid viewid, MvCatalog *cat)
+{
+	MvDef	   *def = MvDefForView(viewid);
+	bool		finals = has_stored_finals(cat->storage_oid, def);
+
+	if (OidIsValid(cat->append_oid))
+		return psprintf("%s FROM (%s) t", finalized_columns(viewid, def, finals),
+						MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals));
+	return psprintf("%s FROM mvinc.%s t", finalized_columns(viewid, def, finals),
+					quote_identifier(get_rel_name(cat->storage_oid)));
+}
+
+/* SQL of the view's defining query */
+char *
+MvViewQuerySql(Oid viewid)
+{
+	return view_query_sql(viewid);
+}
+
 /* Build the analyzed and rewritten redirect query of a view */
 static Query *
 read_query(Oid viewid, RangeTblEntry *orig)

@@ -922,6 +922,31 @@ summary_matches_sql(RefreshCtx *rc, XLogRecPtr L, MvDeltaSummary *sum)
 }
 #endif
 
+/*
+ * Refuse to consume changes or append rows in a REPEATABLE READ or
+ * SERIALIZABLE transaction.  The statements of a refresh or compaction
+ * read the change log, the storage and the append table with the
+ * transaction's snapshot.  Under those levels it was taken when the
+ * transaction's first statement started, before S' and the wait for
+ * capture (and before a refresh that committed while we waited for the
+ * view's lock): rows committed since are invisible to it, while the
+ * checkpoint would move to S' (or the append count to zero), so the
+ * changes would be skipped silently.  (The initial computation reads only
+ * the source, under S', into new storage.)
+ */
+void
+MvRequireReadCommitted(Oid viewid, const char *action)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s incremental materialized view \"%s\" in a %s transaction",
+						action, get_rel_name(viewid),
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("It must see every change committed before it started, which the transaction's snapshot may predate."),
+				 errhint("Run it in a READ COMMITTED transaction.")));
+}
+
 /* Every other mode: consume the change log between checkpoint and S' */
 static void
 refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
@@ -937,6 +962,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	MvDeltaSummary sum;
 	TimestampTz started = GetCurrentTimestamp();
 	TimestampTz waited;
+
+	MvRequireReadCommitted(rc->viewid, "refresh");
 
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 	changelog = MvChangeLogRelid(source);
@@ -1071,10 +1098,12 @@ MvRefreshNoData(Oid viewid)
 
 /*
  * Refresh an incremental view in the current transaction.  initial asks
- * for the first computation (CREATE ... WITH DATA).
+ * for the first computation (CREATE ... WITH DATA).  With keep, *keep gets
+ * the refresh's snapshot S' (registered: the caller unregisters it), or
+ * InvalidSnapshot when the refresh took none.
  */
-MvRefreshResult
-MvRefresh(Oid viewid, bool full, bool initial)
+static MvRefreshResult
+refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
 {
 	MvRefreshResult res = {0};
 	RefreshCtx *rc;
@@ -1101,9 +1130,25 @@ MvRefresh(Oid viewid, bool full, bool initial)
 		mvinc_refresh_depth--;
 	}
 	PG_END_TRY();
-	if (rc->snap)
+	if (keep)
+		*keep = rc->snap;
+	else if (rc->snap)
 		UnregisterSnapshot(rc->snap);
 	MvSpiFinish();
 	MvEndInternal(&save);
 	return res;
+}
+
+MvRefreshResult
+MvRefresh(Oid viewid, bool full, bool initial)
+{
+	return refresh_view(viewid, full, initial, NULL);
+}
+
+/* An incremental refresh that hands its snapshot S' over (mvinc.verify_view) */
+MvRefreshResult
+MvRefreshKeepSnapshot(Oid viewid, Snapshot *snap)
+{
+	*snap = InvalidSnapshot;
+	return refresh_view(viewid, false, false, snap);
 }

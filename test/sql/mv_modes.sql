@@ -166,6 +166,18 @@ ROLLBACK;
 SELECT checkpoint_lsn = :'lsn_before' AS unchanged FROM mvinc.mv_view WHERE view = 'm_proj'::regclass;
 SELECT * FROM mv_refresh('m_proj');
 
+-- a refresh or compaction in a REPEATABLE READ or SERIALIZABLE transaction
+-- is refused: its snapshot may predate changes committed before it started
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT mode FROM mvinc.refresh('m_proj');
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+REFRESH MATERIALIZED VIEW m_proj;
+ROLLBACK;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT mvinc.compact('m_proj');
+ROLLBACK;
+
 -- refresh of a plain view is refused (WITH NO DATA: mv_schemas)
 CREATE MATERIALIZED VIEW plain AS SELECT 1 AS x;
 SELECT * FROM mvinc.refresh('plain');
