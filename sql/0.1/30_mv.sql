@@ -65,6 +65,14 @@ CREATE FUNCTION mvinc._read_branch(view oid) RETURNS text
     LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
     AS 'MODULE_PATHNAME', 'mvinc_read_branch';
 
+-- The state rows of the inserts past a view's checkpoint that the
+-- statement sees: the delta side of a hybrid read. Called by the redirected
+-- read with the reader's rights, so PUBLIC keeps EXECUTE; it answers only
+-- for views the caller may read, with state rows of the view's groups.
+CREATE FUNCTION mvinc._delta_states(view oid) RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
+    AS 'MODULE_PATHNAME', 'mvinc_delta_states';
+
 -- Fold the state rows that append refreshes added beside the storage of
 -- an aggregate view into its one row per group; returns the rows folded.
 CREATE FUNCTION mvinc.compact(view regclass) RETURNS bigint

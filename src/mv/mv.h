@@ -140,6 +140,7 @@ extern void MvCatalogMarkStale(Oid viewid);
 extern char *MvTypeSql(Oid typid, int32 typmod);
 extern void MvSyncStorageOwners(void);
 extern char *MvCollationSql(Oid collid);
+extern char *MvStorageColumnType(MvColumn *col);
 
 /* mv_ssi.c */
 extern void MvSsiLockSource(Oid sourceid, Snapshot snap);
@@ -182,6 +183,7 @@ extern void MvRefreshInit(void);
 extern void MvRequireReadCommitted(Oid viewid, const char *action);
 extern void MvNoteSourceWrite(Oid relid);
 extern bool MvHasOwnChanges(void);
+extern char *MvDeltaStatesSql(MvDef *def, const char *from, const char *cond);
 extern char *MvColumnListSql(MvDef *def, int role, const char *prefix);
 extern char *MvKeyEqSql(MvDef *def, const char *lalias, bool lexprs, const char *ralias);
 extern void MvMergeIntoStorage(MvDef *def, Oid storage_oid, const char *select_sql);
@@ -193,6 +195,7 @@ extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 /* mv_append.c */
 extern double mvinc_compact_fraction;
 extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals);
+extern char *MvMergedSql(MvDef *def, Oid storage_oid, const char *appended, bool finals);
 extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);
@@ -214,8 +217,15 @@ typedef struct MvDeltaSummary
 extern void MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 							 const char *new_snap, const char *old_snap,
 							 MvDeltaSummary *sum);
-extern bool MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
-						   const char *old_snap, Snapshot latest);
+/* What the change log holds past a checkpoint for a reader (MvDeltaVisible) */
+typedef enum MvDeltaKind
+{
+	MV_DELTA_NONE,				/* nothing the reader sees */
+	MV_DELTA_INSERTS,			/* only inserts */
+	MV_DELTA_OTHER				/* updates, deletes or truncations too */
+} MvDeltaKind;
+extern MvDeltaKind MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
+								  const char *old_snap, Snapshot latest, bool want_kind);
 
 /* mv_snapshot.c */
 extern char *MvSnapshotText(Snapshot snap, bool own_seen);
@@ -227,10 +237,10 @@ typedef enum MvReadBranch
 {
 	MV_READ_LIVE,				/* the view's query over the source */
 	MV_READ_FRESH,				/* the storage */
-	MV_READ_MERGE				/* the storage merged with its append table */
+	MV_READ_MERGE,				/* the storage merged with its append table */
+	MV_READ_HYBRID				/* ... and with the states of the visible delta */
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
-extern bool MvIsFresh(Oid viewid);
 extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
 extern char *MvViewQuerySql(Oid viewid);
 

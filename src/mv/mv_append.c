@@ -175,11 +175,22 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 char *
 MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals)
 {
+	return MvMergedSql(def, storage_oid, mvinc_table(append_oid), finals);
+}
+
+/*
+ * The same over any FROM item of state rows in the storage's columns
+ * (appended): the append table, or it and the states of a reader's
+ * visible delta (the hybrid read).
+ */
+char *
+MvMergedSql(MvDef *def, Oid storage_oid, const char *appended, bool finals)
+{
 	char	   *storage = mvinc_table(storage_oid);
 	char	   *match = MvKeyEqSql(def, "t", false, "a");
-	char	   *grouped = append_grouped_sql(def, mvinc_table(append_oid), NULL);
+	char	   *grouped = append_grouped_sql(def, appended, NULL);
 	/* only the rows of groups the storage lacks are grouped there */
-	char	   *unmatched = append_grouped_sql(def, mvinc_table(append_oid),
+	char	   *unmatched = append_grouped_sql(def, appended,
 											   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
 														storage, match));
 

@@ -468,8 +468,8 @@ MvCollationSql(Oid collid)
 }
 
 /* SQL type of a storage column */
-static char *
-column_type(MvColumn *col)
+char *
+MvStorageColumnType(MvColumn *col)
 {
 	StringInfoData buf;
 
@@ -509,7 +509,7 @@ create_member_table(const char *name, MvDef *def, Oid owner, const char *options
 		MvColumn   *col = lfirst(lc);
 
 		appendStringInfo(&sql, "%s%s %s", foreach_current_index(lc) ? ", " : "",
-						 quote_identifier(col->physname), column_type(col));
+						 quote_identifier(col->physname), MvStorageColumnType(col));
 		if (col->role == MV_COL_COUNT || col->role == MV_COL_ROWID)
 			appendStringInfoString(&sql, " NOT NULL");
 		if (col->role == MV_COL_GROUP || col->role == MV_COL_ROWID)

@@ -92,7 +92,15 @@ mvinc_read_path(PG_FUNCTION_ARGS)
 
 	require_view(viewid);
 	require_read_right(viewid);
-	PG_RETURN_TEXT_P(cstring_to_text(MvIsFresh(viewid) ? "fresh" : "live"));
+	switch (MvGetReadBranch(viewid))
+	{
+		case MV_READ_LIVE:
+			PG_RETURN_TEXT_P(cstring_to_text("live"));
+		case MV_READ_HYBRID:
+			PG_RETURN_TEXT_P(cstring_to_text("hybrid"));
+		default:
+			PG_RETURN_TEXT_P(cstring_to_text("fresh"));
+	}
 }
 
 /*
@@ -104,7 +112,7 @@ mvinc_read_path(PG_FUNCTION_ARGS)
 Datum
 mvinc_read_branch(PG_FUNCTION_ARGS)
 {
-	static const char *const names[] = {"live", "fresh", "merge"};
+	static const char *const names[] = {"live", "fresh", "merge", "hybrid"};
 	Oid			viewid = PG_GETARG_OID(0);
 
 	if (!MvMayReadView(viewid))

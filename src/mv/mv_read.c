@@ -192,6 +192,30 @@ MvViewQuerySql(Oid viewid)
 }
 
 /* Build the analyzed and rewritten redirect query of a view */
+/*
+ * FROM item of the state rows a hybrid read merges with the storage: the
+ * append table's and those of the inserts of the reader's visible delta,
+ * which mvinc._delta_states() computes at run time.
+ */
+static char *
+hybrid_states_sql(Oid viewid, MvDef *def, MvCatalog *cat)
+{
+	StringInfoData cols;
+	ListCell   *lc;
+
+	initStringInfo(&cols);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		appendStringInfo(&cols, "%s%s %s", foreach_current_index(lc) ? ", " : "",
+						 quote_identifier(col->physname), MvStorageColumnType(col));
+	}
+	return psprintf("(SELECT * FROM mvinc.%s UNION ALL "
+					"SELECT * FROM mvinc._delta_states(%u::pg_catalog.oid) AS d(%s))",
+					quote_identifier(get_rel_name(cat->append_oid)), viewid, cols.data);
+}
+
 static Query *
 read_query(Oid viewid, RangeTblEntry *orig)
 {
@@ -215,13 +239,21 @@ read_query(Oid viewid, RangeTblEntry *orig)
 		appendStringInfo(&sql, "%s FROM %s t WHERE %s = 'fresh' UNION ALL ",
 						 finalized_columns(viewid, def, finals), storage, branch);
 		if (OidIsValid(cat->append_oid))
+		{
 			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'merge' UNION ALL ",
 							 finalized_columns(viewid, def, finals),
 							 MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals),
 							 branch);
-		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE %s %s",
+			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'hybrid' UNION ALL ",
+							 finalized_columns(viewid, def, finals),
+							 MvMergedSql(def, cat->storage_oid,
+										 hybrid_states_sql(viewid, def, cat), finals),
+							 branch);
+		}
+		/* the query answers whatever no branch above takes */
+		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE %s NOT IN ('fresh'%s)",
 						 view_query_sql(viewid), branch,
-						 OidIsValid(cat->append_oid) ? "= 'live'" : "<> 'fresh'");
+						 OidIsValid(cat->append_oid) ? ", 'merge', 'hybrid'" : "");
 	}
 	else
 		appendStringInfo(&sql, "%s", view_query_sql(viewid));
@@ -498,7 +530,7 @@ compute_branch(Oid viewid)
 	Oid			changelog;
 	XLogRecPtr	target;
 	char	   *query_snap;
-	bool		fresh;
+	MvDeltaKind delta;
 	Snapshot	latest;
 
 	if (mvinc_read_path_mode == MV_READ_PATH_LIVE ||
@@ -537,11 +569,19 @@ compute_branch(Oid viewid)
 	 */
 	query_snap = MvSnapshotText(active, false);
 	latest = RegisterSnapshot(GetLatestSnapshot());
-	fresh = MvRetainedFromIn(cat->sourceid, latest) <= cat->checkpoint_lsn &&
-		!MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
-						cat->checkpoint_snapshot, latest);
+	if (MvRetainedFromIn(cat->sourceid, latest) > cat->checkpoint_lsn)
+		delta = MV_DELTA_OTHER;
+	else
+
+		/*
+		 * Only an aggregate view with GROUP BY (it has an append table) can
+		 * take the inserts of the delta on read: ask for the kind there.
+		 */
+		delta = MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
+							   cat->checkpoint_snapshot, latest,
+							   OidIsValid(cat->append_oid));
 	UnregisterSnapshot(latest);
-	if (!fresh)
+	if (delta == MV_DELTA_OTHER)
 		return MV_READ_LIVE;
 	if (IsolationIsSerializable())
 	{
@@ -550,14 +590,9 @@ compute_branch(Oid viewid)
 								query_snap, active);
 		MvSpiFinish();
 	}
+	if (delta == MV_DELTA_INSERTS)
+		return MV_READ_HYBRID;
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
-}
-
-/* Is the view's storage (with its append table) the answer now? */
-bool
-MvIsFresh(Oid viewid)
-{
-	return MvGetReadBranch(viewid) != MV_READ_LIVE;
 }
 
 /* Does the memo entry's snapshot see exactly what snap sees? */
@@ -625,6 +660,15 @@ MvGetReadBranch(Oid viewid)
 	return branch;
 }
 
+/* Change the memoized branch of viewid for snap (it must be memoized) */
+static void
+memo_set_branch(Oid viewid, Snapshot snap, MvReadBranch branch)
+{
+	for (int i = 0; i < FRESH_MEMO_SIZE; i++)
+		if (memo_matches(&fresh_memo[i], viewid, snap))
+			fresh_memo[i].branch = branch;
+}
+
 /*
  * Executor start: note the views whose rights the executor checked (see
  * MvMayReadView).  A statement that runs in parallel mode cannot take the
@@ -664,7 +708,13 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 				PushActiveSnapshot(queryDesc->snapshot);
 				pushed = true;
 			}
-			(void) MvGetReadBranch(rte->relid);
+			/*
+			 * The hybrid read's delta reads the change log with the latest
+			 * snapshot, which a parallel query cannot take: such a statement
+			 * answers with the defining query instead.
+			 */
+			if (MvGetReadBranch(rte->relid) == MV_READ_HYBRID)
+				memo_set_branch(rte->relid, GetActiveSnapshot(), MV_READ_LIVE);
 		}
 		if (pushed)
 			PopActiveSnapshot();

@@ -379,6 +379,15 @@ where_sql(MvDef *def, const char *alias)
 }
 
 /* SELECT of the storage rows (in storage column order) computed from a FROM item */
+static char *select_from(MvDef *def, const char *from, const char *extra_where);
+
+/* State rows (storage columns, one per group) of the rows of from that pass cond */
+char *
+MvDeltaStatesSql(MvDef *def, const char *from, const char *cond)
+{
+	return select_from(def, from, cond);
+}
+
 static char *
 select_from(MvDef *def, const char *from, const char *extra_where)
 {

@@ -143,19 +143,22 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 }
 
 /*
- * Does the change log hold a row with lsn > from whose transaction the
- * snapshot query_snap sees and the checkpoint's old_snap does not (both
- * pg_snapshot text)? Read with snapshot latest. The read path's question
- * "is the storage the answer?", asked without SPI: it stops at the first
- * such row, and a fresh view usually has none after its checkpoint.
+ * What does the change log hold past from (lsn > from) of the transactions
+ * that the snapshot query_snap sees and the checkpoint's old_snap does not
+ * (both pg_snapshot text)? Read with snapshot latest. The read path's
+ * question "is the storage the answer, or the storage and the inserts of
+ * the delta?", asked without SPI. Without want_kind it stops at the first
+ * such row (MV_DELTA_OTHER then means "some"); a fresh view usually has
+ * none after its checkpoint.
  */
-bool
+MvDeltaKind
 MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
-			   const char *old_snap, Snapshot latest)
+			   const char *old_snap, Snapshot latest, bool want_kind)
 {
 	Relation	rel = table_open(changelog, AccessShareLock);
 	AttrNumber	lsnatt = required_attnum(rel, "_mvinc_lsn");
 	AttrNumber	xidatt = required_attnum(rel, "_mvinc_xid");
+	AttrNumber	opatt = required_attnum(rel, "_mvinc_op");
 	Oid			indexid = lsn_index(rel, lsnatt);
 	Datum		squery = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(query_snap));
 	Datum		sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
@@ -163,7 +166,7 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 	IndexScanDesc scan;
 	ScanKeyData key;
 	TupleTableSlot *slot;
-	bool		found = false;
+	MvDeltaKind kind = MV_DELTA_NONE;
 
 	if (!OidIsValid(indexid))
 		elog(ERROR, "change log \"%s\" has no index on _mvinc_lsn", RelationGetRelationName(rel));
@@ -172,14 +175,19 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 	scan = index_beginscan(rel, irel, latest, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	slot = table_slot_create(rel, NULL);
-	while (!found && index_getnext_slot(scan, ForwardScanDirection, slot))
+	while (kind != MV_DELTA_OTHER && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
 		Datum		xid = slot_getattr(slot, xidatt, &isnull);
 
 		CHECK_FOR_INTERRUPTS();
-		found = DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, squery)) &&
-			!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, sold));
+		if (!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, squery)) ||
+			DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, sold)))
+			continue;
+		if (want_kind && DatumGetChar(slot_getattr(slot, opatt, &isnull)) == 'i')
+			kind = MV_DELTA_INSERTS;
+		else
+			kind = MV_DELTA_OTHER;
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	index_endscan(scan);
@@ -187,5 +195,5 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 	table_close(rel, AccessShareLock);
 	pfree(DatumGetPointer(squery));
 	pfree(DatumGetPointer(sold));
-	return found;
+	return kind;
 }
