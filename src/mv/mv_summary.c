@@ -68,6 +68,105 @@ required_attnum(Relation rel, const char *name)
 }
 
 /*
+ * A scan of a change log's rows with from < lsn (<= to, when to is valid)
+ * through its lsn index, under snapshot, that returns the rows whose
+ * transaction new_snap sees and old_snap does not (pg_snapshot text),
+ * as pg_visible_in_snapshot() decides; rows new_snap does not see are
+ * reported apart (their lowest lsn bounds the next checkpoint).
+ */
+typedef struct DeltaScan
+{
+	Relation	rel;
+	Relation	irel;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	AttrNumber	lsnatt;
+	AttrNumber	xidatt;
+	AttrNumber	opatt;
+	AttrNumber	imageatt;
+	Datum		snew;
+	Datum		sold;
+	ScanKeyData keys[2];
+} DeltaScan;
+
+static void
+delta_scan_begin(DeltaScan *ds, Oid changelog, XLogRecPtr from, XLogRecPtr to,
+				 const char *new_snap, const char *old_snap, Snapshot snapshot)
+{
+	Oid			indexid;
+	int			nkeys = 1;
+
+	ds->rel = table_open(changelog, AccessShareLock);
+	ds->lsnatt = required_attnum(ds->rel, "_mvinc_lsn");
+	ds->xidatt = required_attnum(ds->rel, "_mvinc_xid");
+	ds->opatt = required_attnum(ds->rel, "_mvinc_op");
+	ds->imageatt = required_attnum(ds->rel, "_mvinc_image");
+	indexid = lsn_index(ds->rel, ds->lsnatt);
+	if (!OidIsValid(indexid))
+		elog(ERROR, "change log \"%s\" has no index on _mvinc_lsn",
+			 RelationGetRelationName(ds->rel));
+	ds->snew = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(new_snap));
+	ds->sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
+	ds->irel = index_open(indexid, AccessShareLock);
+	ScanKeyInit(&ds->keys[0], 1, BTGreaterStrategyNumber, F_PG_LSN_GT, LSNGetDatum(from));
+	if (!XLogRecPtrIsInvalid(to))
+		ScanKeyInit(&ds->keys[nkeys++], 1, BTLessEqualStrategyNumber, F_PG_LSN_LE, LSNGetDatum(to));
+	ds->scan = index_beginscan(ds->rel, ds->irel, snapshot, nkeys, 0);
+	index_rescan(ds->scan, ds->keys, nkeys, NULL, 0);
+	ds->slot = table_slot_create(ds->rel, NULL);
+}
+
+/*
+ * Next row of the delta (in ds->slot): true; false at the end. A row
+ * that new_snap does not see sets *invisible_lsn (when given) and is
+ * skipped.
+ */
+static bool
+delta_scan_next(DeltaScan *ds, XLogRecPtr *invisible_lsn)
+{
+	while (index_getnext_slot(ds->scan, ForwardScanDirection, ds->slot))
+	{
+		bool		isnull;
+		Datum		xid = slot_getattr(ds->slot, ds->xidatt, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		if (!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->snew)))
+		{
+			XLogRecPtr	lsn = DatumGetLSN(slot_getattr(ds->slot, ds->lsnatt, &isnull));
+
+			if (invisible_lsn && (XLogRecPtrIsInvalid(*invisible_lsn) || lsn < *invisible_lsn))
+				*invisible_lsn = lsn;
+			continue;
+		}
+		/* consumed by an earlier refresh */
+		if (DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->sold)))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+static void
+delta_scan_end(DeltaScan *ds)
+{
+	ExecDropSingleTupleTableSlot(ds->slot);
+	index_endscan(ds->scan);
+	index_close(ds->irel, AccessShareLock);
+	table_close(ds->rel, AccessShareLock);
+	pfree(DatumGetPointer(ds->snew));
+	pfree(DatumGetPointer(ds->sold));
+}
+
+/* The op and image of the delta scan's current row */
+static char
+delta_char(DeltaScan *ds, AttrNumber att)
+{
+	bool		isnull;
+
+	return DatumGetChar(slot_getattr(ds->slot, att, &isnull));
+}
+
+/*
  * Summarize the rows of change log changelog with from < lsn <= to, read
  * with the latest snapshot; new_snap is S' and old_snap S (pg_snapshot
  * text).
@@ -76,53 +175,18 @@ void
 MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 				 const char *new_snap, const char *old_snap, MvDeltaSummary *sum)
 {
-	Relation	rel = table_open(changelog, AccessShareLock);
-	AttrNumber	lsnatt = required_attnum(rel, "_mvinc_lsn");
-	AttrNumber	xidatt = required_attnum(rel, "_mvinc_xid");
-	AttrNumber	opatt = required_attnum(rel, "_mvinc_op");
-	AttrNumber	imageatt = required_attnum(rel, "_mvinc_image");
-	Oid			indexid = lsn_index(rel, lsnatt);
-	Datum		snew = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(new_snap));
-	Datum		sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
-	Relation	irel;
-	Snapshot	snap;
-	IndexScanDesc scan;
-	ScanKeyData keys[2];
-	TupleTableSlot *slot;
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	XLogRecPtr	invisible = InvalidXLogRecPtr;
+	DeltaScan	ds;
 
-	if (!OidIsValid(indexid))
-		elog(ERROR, "change log \"%s\" has no index on _mvinc_lsn", RelationGetRelationName(rel));
+	Assert(!XLogRecPtrIsInvalid(to));
 	memset(sum, 0, sizeof(MvDeltaSummary));
-	irel = index_open(indexid, AccessShareLock);
-	ScanKeyInit(&keys[0], 1, BTGreaterStrategyNumber, F_PG_LSN_GT, LSNGetDatum(from));
-	ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_PG_LSN_LE, LSNGetDatum(to));
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = index_beginscan(rel, irel, snap, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
-	slot = table_slot_create(rel, NULL);
-
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	delta_scan_begin(&ds, changelog, from, to, new_snap, old_snap, snap);
+	while (delta_scan_next(&ds, &invisible))
 	{
-		bool		isnull;
-		Datum		xid = slot_getattr(slot, xidatt, &isnull);
-		char		op;
-		char		image;
+		char		op = delta_char(&ds, ds.opatt);
+		char		image = delta_char(&ds, ds.imageatt);
 
-		CHECK_FOR_INTERRUPTS();
-		if (!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, snew)))
-		{
-			XLogRecPtr	lsn = DatumGetLSN(slot_getattr(slot, lsnatt, &isnull));
-
-			if (!sum->has_invisible || lsn < sum->min_invisible)
-				sum->min_invisible = lsn;
-			sum->has_invisible = true;
-			continue;
-		}
-		/* consumed by an earlier refresh */
-		if (DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, sold)))
-			continue;
-		op = DatumGetChar(slot_getattr(slot, opatt, &isnull));
-		image = DatumGetChar(slot_getattr(slot, imageatt, &isnull));
 		if (op == 'i')
 			sum->inserts++;
 		else if ((op == 'u' || op == 'd') && image != 'n')
@@ -132,14 +196,10 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 		if (image == 'k')
 			sum->keyonly++;
 	}
-
-	ExecDropSingleTupleTableSlot(slot);
-	index_endscan(scan);
+	delta_scan_end(&ds);
 	UnregisterSnapshot(snap);
-	index_close(irel, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	pfree(DatumGetPointer(snew));
-	pfree(DatumGetPointer(sold));
+	sum->has_invisible = !XLogRecPtrIsInvalid(invisible);
+	sum->min_invisible = invisible;
 }
 
 /*
@@ -155,45 +215,12 @@ MvDeltaKind
 MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 			   const char *old_snap, Snapshot latest, bool want_kind)
 {
-	Relation	rel = table_open(changelog, AccessShareLock);
-	AttrNumber	lsnatt = required_attnum(rel, "_mvinc_lsn");
-	AttrNumber	xidatt = required_attnum(rel, "_mvinc_xid");
-	AttrNumber	opatt = required_attnum(rel, "_mvinc_op");
-	Oid			indexid = lsn_index(rel, lsnatt);
-	Datum		squery = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(query_snap));
-	Datum		sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
-	Relation	irel;
-	IndexScanDesc scan;
-	ScanKeyData key;
-	TupleTableSlot *slot;
 	MvDeltaKind kind = MV_DELTA_NONE;
+	DeltaScan	ds;
 
-	if (!OidIsValid(indexid))
-		elog(ERROR, "change log \"%s\" has no index on _mvinc_lsn", RelationGetRelationName(rel));
-	irel = index_open(indexid, AccessShareLock);
-	ScanKeyInit(&key, 1, BTGreaterStrategyNumber, F_PG_LSN_GT, LSNGetDatum(from));
-	scan = index_beginscan(rel, irel, latest, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	slot = table_slot_create(rel, NULL);
-	while (kind != MV_DELTA_OTHER && index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		bool		isnull;
-		Datum		xid = slot_getattr(slot, xidatt, &isnull);
-
-		CHECK_FOR_INTERRUPTS();
-		if (!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, squery)) ||
-			DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, sold)))
-			continue;
-		if (want_kind && DatumGetChar(slot_getattr(slot, opatt, &isnull)) == 'i')
-			kind = MV_DELTA_INSERTS;
-		else
-			kind = MV_DELTA_OTHER;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	index_endscan(scan);
-	index_close(irel, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	pfree(DatumGetPointer(squery));
-	pfree(DatumGetPointer(sold));
+	delta_scan_begin(&ds, changelog, from, InvalidXLogRecPtr, query_snap, old_snap, latest);
+	while (kind != MV_DELTA_OTHER && delta_scan_next(&ds, NULL))
+		kind = want_kind && delta_char(&ds, ds.opatt) == 'i' ? MV_DELTA_INSERTS : MV_DELTA_OTHER;
+	delta_scan_end(&ds);
 	return kind;
 }
