@@ -16,6 +16,8 @@
 #include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
 #include "utils/snapshot.h"
+#include "access/tupdesc.h"
+#include "nodes/pg_list.h"
 
 /* What a view materializes */
 typedef enum MvKind
@@ -241,6 +243,16 @@ typedef enum MvReadBranch
 	MV_READ_HYBRID				/* ... and with the states of the visible delta */
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
+
+/* The state rows of a hybrid read's delta (mv_hybrid.c) */
+typedef struct MvDeltaRows
+{
+	TupleDesc	desc;
+	List	   *tuples;			/* HeapTuple */
+} MvDeltaRows;
+extern MvDeltaRows *MvComputeDeltaRows(Oid viewid);
+extern MvDeltaRows *MvMemoDeltaRows(Oid viewid, Snapshot snap);
+extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap);
 extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
 extern char *MvViewQuerySql(Oid viewid);
 

@@ -9,6 +9,9 @@
  * The read path decides it (mv_read.c: 'hybrid'); the read's plan then
  * calls mvinc._delta_states(view), which computes the delta's state rows
  * here, with the view's WHERE and GROUP BY, as an append refresh would.
+ * A statement that runs in parallel mode cannot take the latest snapshot
+ * once it is in that mode: the executor-start hook computes its delta
+ * ahead and keeps it with the decision (mv_read.c's memo).
  *
  * Snapshots, as for the decision: the checkpoint under the statement's
  * snapshot, the change log under the latest one (capture writes rows of
@@ -36,11 +39,16 @@
 
 PG_FUNCTION_INFO_V1(mvinc_delta_states);
 
-/* Put the state rows of the visible inserts past the checkpoint in rsinfo */
-static void
-delta_states(Oid viewid, ReturnSetInfo *rsinfo)
+/*
+ * The state rows of the visible inserts past the checkpoint, copied into
+ * the current memory context.
+ */
+MvDeltaRows *
+MvComputeDeltaRows(Oid viewid)
 {
+	MemoryContext outer = CurrentMemoryContext;
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
+	MvDeltaRows *rows = palloc0(sizeof(MvDeltaRows));
 	MvDef	   *def;
 	Oid			changelog;
 	char	   *query_snap;
@@ -69,16 +77,13 @@ delta_states(Oid viewid, ReturnSetInfo *rsinfo)
 	if (plan == NULL ||
 		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compute the delta of materialized view %u", viewid);
-	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Datum	   *values = palloc(sizeof(Datum) * rsinfo->setDesc->natts);
-		bool	   *nulls = palloc(sizeof(bool) * rsinfo->setDesc->natts);
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
 
-		if (SPI_tuptable->tupdesc->natts != rsinfo->setDesc->natts)
-			elog(ERROR, "delta of materialized view %u has %d columns, the read expects %d",
-				 viewid, SPI_tuptable->tupdesc->natts, rsinfo->setDesc->natts);
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			rows->tuples = lappend(rows->tuples, heap_copytuple(SPI_tuptable->vals[i]));
+		MemoryContextSwitchTo(spicxt);
 	}
 	MvSpiFinish();
 
@@ -91,6 +96,26 @@ delta_states(Oid viewid, ReturnSetInfo *rsinfo)
 				 errdetail("A refresh and change-log retention passed the view's checkpoint that this read sees while it read them."),
 				 errhint("Retry the statement.")));
 	UnregisterSnapshot(latest);
+	return rows;
+}
+
+/* Put delta rows into the function's result, in the read's column types */
+static void
+put_rows(MvDeltaRows *rows, ReturnSetInfo *rsinfo, Oid viewid)
+{
+	TupleDesc	out = rsinfo->setDesc;
+	Datum	   *values = palloc(sizeof(Datum) * Max(out->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(out->natts, 1));
+	ListCell   *lc;
+
+	if (rows->desc->natts != out->natts)
+		elog(ERROR, "delta of materialized view %u has %d columns, the read expects %d",
+			 viewid, rows->desc->natts, out->natts);
+	foreach(lc, rows->tuples)
+	{
+		heap_deform_tuple(lfirst(lc), rows->desc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, out, values, nulls);
+	}
 }
 
 /*
@@ -106,17 +131,25 @@ mvinc_delta_states(PG_FUNCTION_ARGS)
 	Oid			viewid = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext oldcxt;
+	MvDeltaRows *rows;
 
 	if (!MvMayReadView(viewid))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for materialized view %s",
 						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
-	if (IsInParallelMode())
-		elog(ERROR, "a hybrid read cannot run in a parallel query");
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	delta_states(viewid, rsinfo);
+	/* computed ahead by the executor-start hook for a parallel statement? */
+	rows = MvMemoDeltaRows(viewid, GetActiveSnapshot());
+	if (rows == NULL)
+	{
+		if (IsInParallelMode())
+			elog(ERROR, "the delta of materialized view %u was not computed before parallel mode",
+				 viewid);
+		rows = MvHybridDeltaRows(viewid, GetActiveSnapshot());
+	}
+	put_rows(rows, rsinfo, viewid);
 	MemoryContextSwitchTo(oldcxt);
 	return (Datum) 0;
 }

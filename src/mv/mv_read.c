@@ -52,6 +52,7 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "mv/mv.h"
@@ -493,6 +494,8 @@ typedef struct FreshMemo
 	int32		subxcnt;
 	TransactionId *xids;		/* xip then subxip, in TopMemoryContext */
 	MvReadBranch branch;
+	MemoryContext delta_cxt;	/* a hybrid read's delta computed ahead, or NULL */
+	MvDeltaRows *delta;
 } FreshMemo;
 
 #define FRESH_MEMO_SIZE 16
@@ -634,6 +637,10 @@ MvGetReadBranch(Oid viewid)
 	m = &fresh_memo[fresh_memo_next];
 	fresh_memo_next = (fresh_memo_next + 1) % FRESH_MEMO_SIZE;
 	m->viewid = InvalidOid;
+	if (m->delta_cxt)
+		MemoryContextDelete(m->delta_cxt);
+	m->delta_cxt = NULL;
+	m->delta = NULL;
 	if (m->xids)
 		pfree(m->xids);
 	m->xids = NULL;
@@ -660,13 +667,58 @@ MvGetReadBranch(Oid viewid)
 	return branch;
 }
 
-/* Change the memoized branch of viewid for snap (it must be memoized) */
-static void
-memo_set_branch(Oid viewid, Snapshot snap, MvReadBranch branch)
+/*
+ * A hybrid read's delta rows computed ahead for viewid and snap (by the
+ * executor-start hook, before a parallel statement enters parallel mode),
+ * or NULL.
+ */
+MvDeltaRows *
+MvMemoDeltaRows(Oid viewid, Snapshot snap)
 {
 	for (int i = 0; i < FRESH_MEMO_SIZE; i++)
 		if (memo_matches(&fresh_memo[i], viewid, snap))
-			fresh_memo[i].branch = branch;
+			return fresh_memo[i].delta;
+	return NULL;
+}
+
+/*
+ * The delta rows of the hybrid read of viewid under snap, computed once
+ * and kept with the decision (both arms of the read's merge use them),
+ * or computed and not kept when the decision is no longer memoized.
+ */
+MvDeltaRows *
+MvHybridDeltaRows(Oid viewid, Snapshot snap)
+{
+	for (int i = 0; i < FRESH_MEMO_SIZE; i++)
+	{
+		FreshMemo  *m = &fresh_memo[i];
+
+		if (memo_matches(m, viewid, snap))
+		{
+			if (m->delta == NULL)
+			{
+				MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "mvinc hybrid delta",
+														  ALLOCSET_DEFAULT_SIZES);
+				MemoryContext old = MemoryContextSwitchTo(cxt);
+
+				PG_TRY();
+				{
+					m->delta = MvComputeDeltaRows(viewid);
+				}
+				PG_CATCH();
+				{
+					MemoryContextSwitchTo(old);
+					MemoryContextDelete(cxt);
+					PG_RE_THROW();
+				}
+				PG_END_TRY();
+				MemoryContextSwitchTo(old);
+				m->delta_cxt = cxt;
+			}
+			return m->delta;
+		}
+	}
+	return MvComputeDeltaRows(viewid);
 }
 
 /*
@@ -710,11 +762,10 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 			}
 			/*
 			 * The hybrid read's delta reads the change log with the latest
-			 * snapshot, which a parallel query cannot take: such a statement
-			 * answers with the defining query instead.
+			 * snapshot, which a parallel query cannot take: compute it now.
 			 */
 			if (MvGetReadBranch(rte->relid) == MV_READ_HYBRID)
-				memo_set_branch(rte->relid, GetActiveSnapshot(), MV_READ_LIVE);
+				(void) MvHybridDeltaRows(rte->relid, GetActiveSnapshot());
 		}
 		if (pushed)
 			PopActiveSnapshot();

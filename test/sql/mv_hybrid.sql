@@ -77,13 +77,30 @@ DELETE FROM hs WHERE id = 10;
 SELECT mvinc.read_path('hs_groups'), mv_diff('hs_groups');
 SELECT mode FROM mvinc.refresh('hs_groups');
 
--- a parallel plan cannot read the change log with the latest snapshot: it
--- answers live, and right
+-- a statement in parallel mode (the live arm planned with workers)
+-- cannot take the latest snapshot once in that mode: its delta is
+-- computed at executor start, and the answer is still exact
 INSERT INTO hs VALUES (905, 4, 'k0', 70, 7, true);
-SET force_parallel_mode = on;
-SELECT mv_diff('hs_groups');
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+CREATE FUNCTION hs_plan_is_parallel() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE l text; found boolean := false;
+BEGIN
+  FOR l IN EXPLAIN (COSTS OFF) SELECT * FROM hs_groups LOOP
+    IF l ~ 'Gather' THEN found := true; END IF;
+  END LOOP;
+  RETURN found;
+END $$;
+SELECT hs_plan_is_parallel();
+SELECT mvinc.read_path('hs_groups'), mv_diff('hs_groups');
 SELECT count(*) FROM hs_groups;
-RESET force_parallel_mode;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP FUNCTION hs_plan_is_parallel();
 SELECT mvinc.read_path('hs_groups');
 
 -- a reader that may read the view (not the source) reads it hybrid; the
