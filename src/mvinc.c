@@ -10,6 +10,8 @@
 #include "access/xlog.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
 
 #include "mvinc.h"
@@ -60,4 +62,19 @@ mvinc_check_setup(PG_FUNCTION_ARGS)
 {
 	MvincCheckServerSetup();
 	PG_RETURN_VOID();
+}
+
+/* See mvinc.h */
+void
+MvincSetProcStatusFlag(uint8 flag, bool on)
+{
+	if (((MyProc->statusFlags & flag) != 0) == on)
+		return;
+	LWLockAcquire(ProcArrayLock, LW_EXCLUSIVE);
+	if (on)
+		MyProc->statusFlags |= flag;
+	else
+		MyProc->statusFlags &= ~flag;
+	ProcGlobal->statusFlags[MyProc->pgxactoff] = MyProc->statusFlags;
+	LWLockRelease(ProcArrayLock);
 }

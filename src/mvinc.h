@@ -13,6 +13,14 @@ extern bool MvincPreloaded;
 /* Reports an error unless the server is set up as mvinc needs. */
 extern void MvincCheckServerSetup(void);
 
+/*
+ * Set or clear a PGPROC status flag of this backend (PROC_IN_VACUUM,
+ * PROC_IN_LOGICAL_DECODING). Both flags leave the backend's xid out of
+ * other snapshots, so a backend that writes must clear them before it
+ * takes an xid (docs/internals.md, "Who may write colfile metadata").
+ */
+extern void MvincSetProcStatusFlag(uint8 flag, bool on);
+
 /* Subsystem initialisation, called from _PG_init in this order. */
 extern void MvincCaptureInit(void);
 extern void MvincMvInit(void);

@@ -114,17 +114,10 @@ CaptureWorkerSlot *MyCaptureSlot = NULL;
 static void
 set_decoding_flag(bool on)
 {
-	if (((MyProc->statusFlags & PROC_IN_LOGICAL_DECODING) != 0) == on)
-		return;
 	/* as logical.c: an xid or snapshot of a transaction must not be hidden */
-	Assert(!on || !IsTransactionOrTransactionBlock());
-	LWLockAcquire(ProcArrayLock, LW_EXCLUSIVE);
-	if (on)
-		MyProc->statusFlags |= PROC_IN_LOGICAL_DECODING;
-	else
-		MyProc->statusFlags &= ~PROC_IN_LOGICAL_DECODING;
-	ProcGlobal->statusFlags[MyProc->pgxactoff] = MyProc->statusFlags;
-	LWLockRelease(ProcArrayLock);
+	Assert(!on || (MyProc->statusFlags & PROC_IN_LOGICAL_DECODING) ||
+		   !IsTransactionOrTransactionBlock());
+	MvincSetProcStatusFlag(PROC_IN_LOGICAL_DECODING, on);
 }
 
 /* Before decoding a record: outside any transaction of our own */

@@ -36,6 +36,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "mvinc.h"
 #include "colfile/colfile.h"
 
 /* Status of a row for maintenance, from the row state records */
@@ -429,12 +430,7 @@ static void
 vacuum_become_ordinary_writer(void)
 {
 	Assert(!TransactionIdIsValid(GetTopTransactionIdIfAny()));
-	if (!(MyProc->statusFlags & PROC_IN_VACUUM))
-		return;
-	LWLockAcquire(ProcArrayLock, LW_EXCLUSIVE);
-	MyProc->statusFlags &= ~PROC_IN_VACUUM;
-	ProcGlobal->statusFlags[MyProc->pgxactoff] = MyProc->statusFlags;
-	LWLockRelease(ProcArrayLock);
+	MvincSetProcStatusFlag(PROC_IN_VACUUM, false);
 }
 
 /* VACUUM: clean indexes, drop dead row groups, prune locks, update stats */
