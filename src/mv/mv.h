@@ -244,6 +244,9 @@ typedef enum MvReadBranch
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
 
+/* mv_readscan.c */
+extern void MvReadScanInit(void);
+
 /* The state rows of a hybrid read's delta (mv_hybrid.c) */
 typedef struct MvDeltaRows
 {

@@ -170,6 +170,7 @@ MvincMvInit(void)
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	MvUtilityInit();
 	MvReadInit();
+	MvReadScanInit();
 	MvRefreshInit();
 	RegisterXactCallback(mv_xact_callback, NULL);
 	RegisterSubXactCallback(mv_subxact_callback, NULL);

@@ -11,9 +11,13 @@
  *	    UNION ALL
  *	    SELECT * FROM (original query) q WHERE mvinc._read_branch(oid) = 'live'
  *
- *	  _read_branch() is stable and its pseudo-constant quals become one-time
- *	  filters, so the branch is chosen when the query executes, not when it
- *	  is planned: cached plans and prepared statements stay correct.  It
+ *	  Once the planner has planned the arms, mv_readscan.c replaces the
+ *	  union by one plan node that decides at executor start which arm runs
+ *	  and is costed as the arm it expects.  The guards stay as a safety
+ *	  net: _read_branch() is stable and its pseudo-constant quals become
+ *	  one-time filters, so the branch is chosen when the query executes,
+ *	  not when it is planned: cached plans and prepared statements stay
+ *	  correct even where the union is planned as a plain Append.  It
  *	  answers once per statement (cached), so exactly one branch runs.  A
  *	  view without an append table when the plan is made gets no merge
  *	  branch, and its live branch also answers 'merge'.  Permissions are
