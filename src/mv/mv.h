@@ -203,6 +203,12 @@ extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);
 extern int64 MvCompact(Oid viewid);
 
+/* mv_compactor.c */
+extern double mvinc_background_compact_fraction;
+extern void MvCompactorInit(void);
+extern void MvCompactLater(Oid viewid, Oid storage_oid, int64 append_rows);
+extern PGDLLEXPORT void MvincCompactorMain(Datum arg);
+
 /* mv_summary.c */
 
 /* What the change log holds between two checkpoints (see mv_summary.c) */

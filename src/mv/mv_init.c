@@ -171,6 +171,7 @@ MvincMvInit(void)
 	MvUtilityInit();
 	MvReadInit();
 	MvReadScanInit();
+	MvCompactorInit();
 	MvRefreshInit();
 	RegisterXactCallback(mv_xact_callback, NULL);
 	RegisterSubXactCallback(mv_subxact_callback, NULL);

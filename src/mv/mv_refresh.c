@@ -1053,6 +1053,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
 	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true,
 						   rc->cat->append_rows);
+	MvCompactLater(rc->viewid, rc->cat->storage_oid, rc->cat->append_rows);
 	ereport(DEBUG1,
 			(errmsg_internal("refresh of \"%s\": %s, %lld changes, %.1f ms waiting for capture, %.1f ms in all",
 							 get_rel_name(rc->viewid), res->mode, (long long) res->changes,

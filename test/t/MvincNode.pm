@@ -20,6 +20,8 @@ shared_preload_libraries = 'mvinc'
 max_replication_slots = 20
 max_worker_processes = 32
 max_prepared_transactions = 10
+# tests that want background compaction turn it on in their conf
+mvinc.background_compact_fraction = 0
 ));
 	$node->append_conf('postgresql.conf', $opts{conf}) if $opts{conf};
 	$node->start unless $opts{no_start};

@@ -1,0 +1,174 @@
+/*-------------------------------------------------------------------------
+ * mv_compactor.c
+ *	  Background compaction of append tables.
+ *
+ *	  An append refresh adds the delta's states beside the storage (cheap
+ *	  to write), and every read then merges them per group until they are
+ *	  folded in: many times the cost of reading the storage alone.  The
+ *	  refresh itself folds only past mvinc.compact_fraction (so that it
+ *	  stays fast); past the much smaller mvinc.background_compact_fraction
+ *	  of the storage's rows, a refresh that commits instead starts a
+ *	  background worker that folds them (mvinc.compact()) in a transaction
+ *	  of its own.  Readers are not blocked (compaction takes the view's
+ *	  refresh lock, which reads do not conflict with) and keep reading the
+ *	  merged rows until the fold commits.
+ *
+ *	  A worker is started per view and commit, after the commit: it waits
+ *	  for any refresh or compaction of the view that holds the lock, then
+ *	  folds whatever is still appended (nothing, when another compaction
+ *	  or a refresh already did).  When no worker slot is free, the rows
+ *	  wait for the next refresh (and its foreground fold).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "mv/mv.h"
+
+/* mvinc.background_compact_fraction (0: off) */
+double		mvinc_background_compact_fraction = 0.05;
+
+/* Views whose refresh in this transaction left enough rows to fold */
+static List *pending_views = NIL;
+
+/* Rows in the storage as of its last VACUUM or ANALYZE */
+static double
+storage_rows(Oid storage_oid)
+{
+	Relation	rel = table_open(storage_oid, AccessShareLock);
+	double		rows = Max(rel->rd_rel->reltuples, 0);
+
+	table_close(rel, NoLock);
+	return rows;
+}
+
+static bool
+worth_folding(int64 append_rows, Oid storage_oid)
+{
+	return mvinc_background_compact_fraction > 0 && append_rows > 0 &&
+		append_rows > mvinc_background_compact_fraction * storage_rows(storage_oid);
+}
+
+/*
+ * A refresh of viewid leaves append_rows rows beside its storage: have
+ * them folded in the background once the transaction commits.
+ */
+void
+MvCompactLater(Oid viewid, Oid storage_oid, int64 append_rows)
+{
+	MemoryContext old;
+
+	if (!OidIsValid(storage_oid) || !worth_folding(append_rows, storage_oid) ||
+		list_member_oid(pending_views, viewid))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	pending_views = lappend_oid(pending_views, viewid);
+	MemoryContextSwitchTo(old);
+}
+
+/* Start the worker that folds viewid's append rows; false if none free */
+static bool
+start_compactor(Oid viewid)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mvinc");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "MvincCompactorMain");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "mvinc compactor for view %u", viewid);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "mvinc compactor");
+	bgw.bgw_main_arg = ObjectIdGetDatum(viewid);
+	memcpy(bgw.bgw_extra, &MyDatabaseId, sizeof(Oid));
+	bgw.bgw_notify_pid = 0;
+	return RegisterDynamicBackgroundWorker(&bgw, &handle);
+}
+
+static void
+compactor_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (pending_views == NIL)
+		return;
+	if (event == XACT_EVENT_COMMIT)
+	{
+		foreach(lc, pending_views)
+		{
+			if (!start_compactor(lfirst_oid(lc)))
+				ereport(LOG,
+						(errmsg("could not start background compaction of incremental view %u",
+								lfirst_oid(lc)),
+						 errdetail("No background worker slot is free; the next refresh compacts past \"mvinc.compact_fraction\"."),
+						 errhint("Increase \"max_worker_processes\".")));
+		}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		list_free(pending_views);
+		pending_views = NIL;
+	}
+}
+
+/* Worker entry point: fold the append rows of one view */
+void
+MvincCompactorMain(Datum arg)
+{
+	Oid			viewid = DatumGetObjectId(arg);
+	Oid			dboid;
+
+	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("mvinc compactor");
+	/* compaction runs at READ COMMITTED, whatever the server's default */
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "mvinc background compaction");
+	if (MvincExtensionReady() && MvIsIncrementalView(viewid))
+	{
+		int64		rows = MvCompact(viewid);
+
+		ereport(DEBUG1,
+				(errmsg_internal("background compaction of \"%s\": %lld rows folded",
+								 get_rel_name(viewid), (long long) rows)));
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
+}
+
+/* Install the GUC and the commit callback */
+void
+MvCompactorInit(void)
+{
+	DefineCustomRealVariable("mvinc.background_compact_fraction",
+							 "A refresh that leaves more appended state rows than this fraction of the storage's rows has them folded in the background.",
+							 "A background worker compacts the view after the refresh commits; 0 turns this off "
+							 "(the refresh then folds only past \"mvinc.compact_fraction\").",
+							 &mvinc_background_compact_fraction, 0.05, 0.0, 1000.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	RegisterXactCallback(compactor_xact_callback, NULL);
+}
