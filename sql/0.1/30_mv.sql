@@ -97,7 +97,21 @@ CREATE FUNCTION mvinc._storage_rows(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
     AS 'MODULE_PATHNAME', 'mvinc_storage_rows';
 
--- mvinc.views (PUBLIC) calls these two with the reader's rights; they
+-- Reads of the view by path taken, since the server started or the
+-- counts were reset (shared memory; see mv_stats.c).
+CREATE FUNCTION mvinc._read_counts(view regclass, OUT fresh bigint, OUT merge bigint,
+                                   OUT hybrid bigint, OUT live bigint)
+    RETURNS record
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_read_counts';
+
+-- Set a view's read counts back to zero; like pg_stat_reset, closed to PUBLIC.
+CREATE FUNCTION mvinc.reset_read_counts(view regclass) RETURNS void
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_reset_read_counts';
+REVOKE ALL ON FUNCTION mvinc.reset_read_counts(regclass) FROM PUBLIC;
+
+-- mvinc.views (PUBLIC) calls these three with the reader's rights; they
 -- count (as the bootstrap superuser) only for a caller who may SELECT the
 -- view, and are NULL otherwise.
 
@@ -107,8 +121,10 @@ CREATE VIEW mvinc.views AS
            v.last_refresh, v.last_mode AS last_refresh_mode,
            mvinc._storage_rows(v.view) AS storage_rows,
            v.append_rows,
-           v.populated
-      FROM mvinc.mv_view v;
+           v.populated,
+           c.fresh AS reads_fresh, c.merge AS reads_merge,
+           c.hybrid AS reads_hybrid, c.live AS reads_live
+      FROM mvinc.mv_view v, LATERAL mvinc._read_counts(v.view) c;
 -- like pg_matviews: everyone may list the views
 GRANT SELECT ON mvinc.views TO PUBLIC;
 

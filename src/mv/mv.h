@@ -253,6 +253,11 @@ extern MvReadBranch MvGetReadBranch(Oid viewid);
 /* mv_readscan.c */
 extern void MvReadScanInit(void);
 
+/* mv_stats.c */
+extern void MvStatsInit(void);
+extern void MvCountRead(Oid viewid, MvReadBranch path);
+extern void MvForgetReadCounts(Oid viewid);
+
 /* The state rows of a hybrid read's delta (mv_hybrid.c) */
 typedef struct MvDeltaRows
 {

@@ -663,6 +663,8 @@ MvForgetView(Oid viewid, Oid sourceid)
 										   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 	}
 	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
+	/* a view created later with the same oid starts from zero */
+	MvForgetReadCounts(viewid);
 	MvSpiFinish();
 	if (storage_name && storage_exists(storage, storage_name))
 	{

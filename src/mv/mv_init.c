@@ -172,6 +172,7 @@ MvincMvInit(void)
 	MvReadInit();
 	MvReadScanInit();
 	MvCompactorInit();
+	MvStatsInit();
 	MvRefreshInit();
 	RegisterXactCallback(mv_xact_callback, NULL);
 	RegisterSubXactCallback(mv_subxact_callback, NULL);

@@ -407,6 +407,7 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 	if (which < 0)
 		elog(ERROR, "no read arm for incremental view %u", rs->viewid);
 	rs->taken = rs->arms[which];
+	MvCountRead(rs->viewid, rs->taken);
 	rs->child = ExecInitNode(list_nth(cscan->custom_plans, which), estate, eflags);
 	node->custom_ps = list_make1(rs->child);
 }

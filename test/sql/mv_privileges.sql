@@ -42,7 +42,8 @@ SELECT mvinc._check_setup();
 SELECT mvinc._read_branch('p_agg'::regclass::oid);
 -- mvinc.views lists every view (as pg_matviews does), but counts rows only
 -- of those the reader may read
-SELECT view, kind, pending_changes, storage_rows IS NOT NULL AS counted
+SELECT view, kind, pending_changes, storage_rows IS NOT NULL AS counted,
+       reads_fresh IS NOT NULL AS reads_counted
   FROM mvinc.views WHERE view IN ('p_agg'::regclass, 'p_secret'::regclass) ORDER BY view::text;
 -- the aggregates whose support functions were revoked still work
 SELECT mvinc.agg_final('sum(integer)', mvinc.agg_merge('sum(integer)', st), NULL::bigint) AS s,

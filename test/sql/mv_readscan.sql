@@ -132,6 +132,19 @@ FETCH ALL FROM rs_cur;
 FETCH BACKWARD 2 FROM rs_cur;
 COMMIT;
 
+-- mvinc.views counts the paths reads took (since the counts were reset)
+SELECT mvinc.reset_read_counts('rs_w');
+SELECT reads_fresh, reads_merge, reads_hybrid, reads_live FROM mvinc.views WHERE view = 'rs_w'::regclass;
+SELECT mode FROM mvinc.refresh('rs_w');
+SELECT mvinc.compact('rs_w') >= 0 AS compacted;
+SELECT count(*) FROM rs_w;
+SELECT count(*) FROM rs_w WHERE g = 1;
+INSERT INTO rs_src2 VALUES (104, 9);
+SELECT count(*) FROM rs_w;
+DELETE FROM rs_src2 WHERE id = 104;
+SELECT count(*) FROM rs_w;
+SELECT reads_fresh, reads_merge, reads_hybrid, reads_live FROM mvinc.views WHERE view = 'rs_w'::regclass;
+
 DROP FUNCTION rs_fn(int);
 DROP VIEW rs_plain;
 DROP MATERIALIZED VIEW rs_v;

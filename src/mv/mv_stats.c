@@ -1,0 +1,191 @@
+/*-------------------------------------------------------------------------
+ * mv_stats.c
+ *	  Per-view counters of the paths reads took (fresh, merge, hybrid,
+ *	  live), in shared memory: mvinc.views shows them, and
+ *	  mvinc.reset_read_counts() sets them back to zero.
+ *
+ *	  A fixed table of MV_STATS_SLOTS entries keyed by (database, view),
+ *	  open addressing; an entry is claimed under the lock the first time a
+ *	  view is read, and counted with atomics.  Counts start at zero when
+ *	  the server starts and are not kept across restarts (like
+ *	  pg_stat_statements without its file).  When the table is full, reads
+ *	  of further views are not counted (their counts show NULL).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+
+#include "mv/mv.h"
+
+#define MV_STATS_SLOTS 4096
+#define N_PATHS 4				/* indexed by MvReadBranch */
+
+typedef struct ReadCountSlot
+{
+	Oid			dboid;			/* InvalidOid: free */
+	Oid			viewid;
+	pg_atomic_uint64 reads[N_PATHS];
+} ReadCountSlot;
+
+typedef struct ReadCounts
+{
+	LWLock	   *lock;			/* claims of slots */
+	ReadCountSlot slots[MV_STATS_SLOTS];
+} ReadCounts;
+
+static ReadCounts *read_counts = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+PG_FUNCTION_INFO_V1(mvinc_read_counts);
+PG_FUNCTION_INFO_V1(mvinc_reset_read_counts);
+
+static void
+stats_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(sizeof(ReadCounts));
+	RequestNamedLWLockTranche("mvinc_read_counts", 1);
+}
+
+static void
+stats_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	read_counts = ShmemInitStruct("mvinc_read_counts", sizeof(ReadCounts), &found);
+	if (!found)
+	{
+		read_counts->lock = &(GetNamedLWLockTranche("mvinc_read_counts"))->lock;
+		for (int i = 0; i < MV_STATS_SLOTS; i++)
+		{
+			read_counts->slots[i].dboid = InvalidOid;
+			read_counts->slots[i].viewid = InvalidOid;
+			for (int p = 0; p < N_PATHS; p++)
+				pg_atomic_init_u64(&read_counts->slots[i].reads[p], 0);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * The slot of viewid in this database; with claim, a free one is taken
+ * when there is none.  NULL when there is none (or no shared memory).
+ */
+static ReadCountSlot *
+find_slot(Oid viewid, bool claim)
+{
+	uint32		start;
+	ReadCountSlot *slot = NULL;
+
+	if (read_counts == NULL)
+		return NULL;
+	start = (viewid ^ (MyDatabaseId * 2654435761u)) % MV_STATS_SLOTS;
+	LWLockAcquire(read_counts->lock, claim ? LW_EXCLUSIVE : LW_SHARED);
+	for (int n = 0; n < MV_STATS_SLOTS; n++)
+	{
+		ReadCountSlot *s = &read_counts->slots[(start + n) % MV_STATS_SLOTS];
+
+		if (s->dboid == MyDatabaseId && s->viewid == viewid)
+		{
+			slot = s;
+			break;
+		}
+		if (s->dboid == InvalidOid)
+		{
+			if (claim)
+			{
+				s->dboid = MyDatabaseId;
+				s->viewid = viewid;
+				slot = s;
+			}
+			break;
+		}
+	}
+	LWLockRelease(read_counts->lock);
+	return slot;
+}
+
+/* Count a read of viewid that took path */
+void
+MvCountRead(Oid viewid, MvReadBranch path)
+{
+	ReadCountSlot *slot = find_slot(viewid, false);
+
+	if (slot == NULL)
+		slot = find_slot(viewid, true);
+	if (slot != NULL)
+		pg_atomic_fetch_add_u64(&slot->reads[path], 1);
+}
+
+/*
+ * mvinc._read_counts(view): reads by path since the server started or the
+ * counts were reset; NULLs for a caller who may not read the view, or
+ * when the counts are not kept.
+ */
+Datum
+mvinc_read_counts(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	TupleDesc	desc;
+	Datum		values[N_PATHS];
+	bool		nulls[N_PATHS];
+	static const MvReadBranch order[N_PATHS] = {MV_READ_FRESH, MV_READ_MERGE,
+	MV_READ_HYBRID, MV_READ_LIVE};
+	ReadCountSlot *slot = NULL;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (read_counts != NULL &&
+		pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		slot = find_slot(viewid, true);
+	for (int i = 0; i < N_PATHS; i++)
+	{
+		nulls[i] = slot == NULL;
+		values[i] = slot ? Int64GetDatum((int64) pg_atomic_read_u64(&slot->reads[order[i]])) : 0;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/* Set the counts of viewid back to zero (reset, or the view dropped) */
+void
+MvForgetReadCounts(Oid viewid)
+{
+	ReadCountSlot *slot = find_slot(viewid, false);
+
+	if (slot != NULL)
+		for (int p = 0; p < N_PATHS; p++)
+			pg_atomic_write_u64(&slot->reads[p], 0);
+}
+
+/* mvinc.reset_read_counts(view) */
+Datum
+mvinc_reset_read_counts(PG_FUNCTION_ARGS)
+{
+	MvForgetReadCounts(PG_GETARG_OID(0));
+	PG_RETURN_VOID();
+}
+
+/* Ask for the shared memory (only while preloading) */
+void
+MvStatsInit(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = stats_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = stats_shmem_startup;
+}
