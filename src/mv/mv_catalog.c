@@ -200,19 +200,81 @@ MvCatalogLookup(Oid viewid, int how)
 	return cat;
 }
 
+/*
+ * Per backend: is a matview incremental?  Every read and every planning of
+ * a query over a matview asks; the answer only changes when the view's
+ * catalog row is written (at CREATE, with the matview itself) or deleted
+ * (at DROP), and both send a relcache invalidation of the matview.
+ */
+typedef struct IncrementalEntry
+{
+	Oid			relid;
+	bool		incremental;
+} IncrementalEntry;
+
+static HTAB *incremental_cache = NULL;
+
+static void
+incremental_cache_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	IncrementalEntry *entry;
+
+	if (OidIsValid(relid))
+	{
+		hash_search(incremental_cache, &relid, HASH_REMOVE, NULL);
+		return;
+	}
+	hash_seq_init(&status, incremental_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		hash_search(incremental_cache, &entry->relid, HASH_REMOVE, NULL);
+}
+
 /* Is relid an incremental view of this database? */
 bool
 MvIsIncrementalView(Oid relid)
 {
 	bool		found;
+	bool		hit;
+	IncrementalEntry *entry;
 
 	if (get_rel_relkind(relid) != RELKIND_MATVIEW || !MvincExtensionReady())
 		return false;
+	if (incremental_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(IncrementalEntry);
+		incremental_cache = hash_create("mvinc incremental views", 64, &ctl,
+										HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(incremental_cache_inval, (Datum) 0);
+	}
+	entry = hash_search(incremental_cache, &relid, HASH_FIND, &hit);
+	if (hit)
+		return entry->incremental;
 	MvSpiConnect();
 	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE view = $1::regclass",
 						  relid, MV_LOOKUP_NEW) > 0;
 	MvSpiFinish();
+	entry = hash_search(incremental_cache, &relid, HASH_ENTER, &hit);
+	entry->incremental = found;
 	return found;
+}
+
+/*
+ * A view's catalog row is written or deleted: forget what this backend
+ * knew, and have every backend forget it at commit (the matview's relcache
+ * invalidation drives incremental_cache).
+ */
+static void
+incremental_changed(Oid viewid)
+{
+	if (incremental_cache != NULL)
+		hash_search(incremental_cache, &viewid, HASH_REMOVE, NULL);
+	/* a dropped matview sent its own invalidation */
+	if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(viewid)))
+		CacheInvalidateRelcacheByRelid(viewid);
 }
 
 /* Is relid the source of an incremental view? */
@@ -330,6 +392,7 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 							  "'mv_' || $1::text, 0)",
 							  6, types, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into mvinc.mv_view");
+	incremental_changed(viewid);
 
 	foreach(lc, list_concat_copy(def->columns, def->viewcols))
 	{
@@ -663,6 +726,7 @@ MvForgetView(Oid viewid, Oid sourceid)
 										   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 	}
 	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
+	incremental_changed(viewid);
 	/* a view created later with the same oid starts from zero */
 	MvForgetReadCounts(viewid);
 	MvSpiFinish();

@@ -33,14 +33,26 @@ MvincSchemaOid(void)
 bool
 MvincExtensionReady(void)
 {
+	/* the catalog table last found with the extension (it is a member) */
+	static Oid	ready_catalog = InvalidOid;
 	Oid			schema;
+	Oid			catalog;
 
 	if (creating_extension)
 		return false;
 	schema = MvincSchemaOid();
-	if (!OidIsValid(schema) || !OidIsValid(get_relname_relid("mv_view", schema)))
+	if (!OidIsValid(schema))
 		return false;
-	return OidIsValid(get_extension_oid("mvinc", true));
+	catalog = get_relname_relid("mv_view", schema);
+	if (!OidIsValid(catalog))
+		return false;
+	/* pg_extension has no syscache: scan it only when the catalog is new */
+	if (catalog == ready_catalog)
+		return true;
+	if (!OidIsValid(get_extension_oid("mvinc", true)))
+		return false;
+	ready_catalog = catalog;
+	return true;
 }
 
 /*
