@@ -50,6 +50,8 @@
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -196,7 +198,6 @@ MvViewQuerySql(Oid viewid)
 	return view_query_sql(viewid);
 }
 
-/* Build the analyzed and rewritten redirect query of a view */
 /*
  * FROM item of the state rows a hybrid read merges with the storage: the
  * append table's and those of the inserts of the reader's visible delta,
@@ -221,17 +222,16 @@ hybrid_states_sql(Oid viewid, MvDef *def, MvCatalog *cat)
 					quote_identifier(get_rel_name(cat->append_oid)), viewid, cols.data);
 }
 
+/* Build the analyzed and rewritten read query of a view (cat: its catalog row) */
 static Query *
-read_query(Oid viewid, RangeTblEntry *orig)
+build_read_query(Oid viewid, MvCatalog *cat)
 {
-	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
 	MvDef	   *def = MvDefForView(viewid);
 	StringInfoData sql;
 	List	   *raw;
 	Query	   *q;
 	List	   *rewritten;
 	Oid			owner = get_rel_owner_oid(viewid);
-	RangeTblEntry *placeholder;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT * FROM (");
@@ -271,6 +271,99 @@ read_query(Oid viewid, RangeTblEntry *orig)
 		elog(ERROR, "unexpected rewrite result for incremental view %u", viewid);
 	q = linitial_node(Query, rewritten);
 	set_owner_walker((Node *) q, &owner);
+	return q;
+}
+
+/*
+ * Per backend: the analyzed read query of each view, as last built.  It
+ * depends on the view (its definition, columns and owner: changes to them
+ * send the view's relcache invalidation) and on its storage and append
+ * tables (checked against the catalog at each use); rebuilding it meant
+ * deparsing, parsing and analyzing the SQL above at every planning.
+ */
+typedef struct ReadQueryEntry
+{
+	Oid			viewid;
+	Oid			storage_oid;
+	Oid			append_oid;
+	MemoryContext cxt;			/* holds query */
+	Query	   *query;
+} ReadQueryEntry;
+
+static HTAB *read_query_cache = NULL;
+
+static void
+forget_read_query(ReadQueryEntry *entry)
+{
+	if (entry->cxt)
+		MemoryContextDelete(entry->cxt);
+	hash_search(read_query_cache, &entry->viewid, HASH_REMOVE, NULL);
+}
+
+static void
+read_query_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	ReadQueryEntry *entry;
+
+	if (OidIsValid(relid))
+	{
+		entry = hash_search(read_query_cache, &relid, HASH_FIND, NULL);
+		if (entry)
+			forget_read_query(entry);
+		return;
+	}
+	hash_seq_init(&status, read_query_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		forget_read_query(entry);
+}
+
+/* The read query of a view, with the view's own entry for its rights check */
+static Query *
+read_query(Oid viewid, RangeTblEntry *orig)
+{
+	/* the statement's snapshot when planning has one: no SQL */
+	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
+	Oid			storage_oid = cat ? cat->storage_oid : InvalidOid;
+	Oid			append_oid = cat ? cat->append_oid : InvalidOid;
+	ReadQueryEntry *entry;
+	bool		found;
+	Query	   *q;
+	RangeTblEntry *placeholder;
+
+	if (read_query_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ReadQueryEntry);
+		read_query_cache = hash_create("mvinc read queries", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(read_query_inval, (Datum) 0);
+	}
+	entry = hash_search(read_query_cache, &viewid, HASH_FIND, NULL);
+	if (entry && (entry->storage_oid != storage_oid || entry->append_oid != append_oid))
+	{
+		forget_read_query(entry);
+		entry = NULL;
+	}
+	if (entry)
+		q = copyObject(entry->query);
+	else
+	{
+		MemoryContext cxt;
+		MemoryContext old;
+
+		q = build_read_query(viewid, cat);
+		cxt = AllocSetContextCreate(CacheMemoryContext, "mvinc read query",
+									ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(cxt);
+		entry = hash_search(read_query_cache, &viewid, HASH_ENTER, &found);
+		entry->storage_oid = storage_oid;
+		entry->append_oid = append_oid;
+		entry->cxt = cxt;
+		entry->query = copyObject(q);
+		MemoryContextSwitchTo(old);
+	}
 
 	/* Keep the view itself in the range table, for permission checks */
 	placeholder = copyObject(orig);
@@ -278,6 +371,8 @@ read_query(Oid viewid, RangeTblEntry *orig)
 	q->rtable = lappend(q->rtable, placeholder);
 	return q;
 }
+
+
 
 /* Owner of a relation */
 static Oid

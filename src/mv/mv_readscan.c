@@ -183,7 +183,7 @@ expected_arm(Oid viewid, Path **paths)
 
 	if (mvinc_read_path_mode == MV_READ_PATH_LIVE)
 		return MV_READ_LIVE;
-	cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
+	cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
 	if (cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
 		cat->built_generation != cat->source_generation)
 		return MV_READ_LIVE;
