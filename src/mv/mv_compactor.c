@@ -11,7 +11,8 @@
  *	  background worker that folds them (mvinc.compact()) in a transaction
  *	  of its own.  Readers are not blocked (compaction takes the view's
  *	  refresh lock, which reads do not conflict with) and keep reading the
- *	  merged rows until the fold commits.
+ *	  merged rows until the fold commits.  The worker then vacuums the
+ *	  storage, whose folded groups it updated.
  *
  *	  A worker is started per view and commit, after the commit: it waits
  *	  for any refresh or compaction of the view that holds the lock, then
@@ -24,11 +25,15 @@
 
 #include "access/table.h"
 #include "access/xact.h"
+#include "commands/vacuum.h"
+#include "parser/parse_node.h"
+#include "parser/parser.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -133,6 +138,8 @@ MvincCompactorMain(Datum arg)
 {
 	Oid			viewid = DatumGetObjectId(arg);
 	Oid			dboid;
+	int64		rows = 0;
+	char	   *storage = NULL;
 
 	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
 	pqsignal(SIGTERM, die);
@@ -148,14 +155,41 @@ MvincCompactorMain(Datum arg)
 	pgstat_report_activity(STATE_RUNNING, "mvinc background compaction");
 	if (MvincExtensionReady() && MvIsIncrementalView(viewid))
 	{
-		int64		rows = MvCompact(viewid);
+		MvCatalog  *cat;
 
+		rows = MvCompact(viewid);
+		cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
+		if (rows > 0 && cat != NULL && OidIsValid(cat->storage_oid))
+			storage = quote_qualified_identifier("mvinc", cat->storage_name);
 		ereport(DEBUG1,
 				(errmsg_internal("background compaction of \"%s\": %lld rows folded",
 								 get_rel_name(viewid), (long long) rows)));
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+
+	/*
+	 * The fold updated a row per folded group: vacuum the storage now, so
+	 * that reads do not walk the old versions until autovacuum comes.
+	 */
+	if (storage != NULL)
+	{
+		char	   *sql = psprintf("VACUUM (SKIP_LOCKED) %s", storage);
+		RawStmt    *raw;
+
+		/*
+		 * While capture holds the database's VACUUM horizon (a tracked
+		 * table with TOAST), the old versions become removable once it
+		 * has passed the fold's commit.
+		 */
+		(void) MvTryWaitForCapture(XactLastCommitEnd, 2000);
+
+		pgstat_report_activity(STATE_RUNNING, sql);
+		StartTransactionCommand();
+		raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
+		ExecVacuum(make_parsestate(NULL), castNode(VacuumStmt, raw->stmt), true);
+		CommitTransactionCommand();
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }
