@@ -64,7 +64,26 @@ typedef struct AccState
 	MvincAggInfo *info;
 	MvincAggValue v;
 	bool		failed;			/* agg_apply: a retraction was refused */
+
+	/*
+	 * agg_merge: the group's only state so far, kept as stored (v still
+	 * empty).  Most groups merged on read or in compaction have one state
+	 * row: it is returned as is, without deserializing, combining and
+	 * serializing it.
+	 */
+	bytea	   *pending;
 } AccState;
+
+/* agg_merge: combine a state kept as stored into v */
+static void
+acc_flush(AccState *acc)
+{
+	if (acc->pending == NULL)
+		return;
+	MvincAggCombine(acc->info, &acc->v, acc->pending);
+	pfree(acc->pending);
+	acc->pending = NULL;
+}
 
 /* The aggregate function argument, which must not be NULL */
 static Oid
@@ -251,11 +270,24 @@ mvinc_agg_state_trans(PG_FUNCTION_ARGS)
 Datum
 mvinc_agg_merge_trans(PG_FUNCTION_ARGS)
 {
+	bool		first = PG_ARGISNULL(0);
 	SiteHow		how = how_sample(fcinfo, 3, false);
 	AccState   *acc = acc_get(fcinfo, &how, false);
+	MemoryContext aggcxt;
 
-	if (!PG_ARGISNULL(2))
-		MvincAggCombine(acc->info, &acc->v, PG_GETARG_BYTEA_PP(2));
+	if (PG_ARGISNULL(2))
+		PG_RETURN_POINTER(acc);
+	if (first)
+	{
+		bytea	   *state = PG_GETARG_BYTEA_PP(2);
+
+		(void) AggCheckCallContext(fcinfo, &aggcxt);
+		acc->pending = MemoryContextAlloc(aggcxt, VARSIZE_ANY(state));
+		memcpy(acc->pending, state, VARSIZE_ANY(state));
+		PG_RETURN_POINTER(acc);
+	}
+	acc_flush(acc);
+	MvincAggCombine(acc->info, &acc->v, PG_GETARG_BYTEA_PP(2));
 	PG_RETURN_POINTER(acc);
 }
 
@@ -300,6 +332,8 @@ mvinc_agg_state_final(PG_FUNCTION_ARGS)
 	acc = (AccState *) PG_GETARG_POINTER(0);
 	if (acc->failed)
 		PG_RETURN_NULL();
+	if (acc->pending)
+		PG_RETURN_BYTEA_P(acc->pending);
 	result = MvincAggSerialize(acc->info, &acc->v);
 	if (result == NULL)
 		PG_RETURN_NULL();
@@ -340,6 +374,8 @@ mvinc_agg_state_combine(PG_FUNCTION_ARGS)
 						   format_procedure(a->info->aggfnoid),
 						   format_procedure(b->info->aggfnoid))));
 	a->failed |= b->failed;
+	acc_flush(a);
+	acc_flush(b);
 	MvincAggCombineValue(a->info, &a->v, &b->v);
 	PG_RETURN_POINTER(a);
 }
@@ -349,10 +385,12 @@ Datum
 mvinc_agg_state_serialize(PG_FUNCTION_ARGS)
 {
 	AccState   *acc = (AccState *) PG_GETARG_POINTER(0);
-	bytea	   *state = MvincAggSerialize(acc->info, &acc->v);
+	bytea	   *state;
 	StringInfoData buf;
 	int			i;
 
+	acc_flush(acc);
+	state = MvincAggSerialize(acc->info, &acc->v);
 	pq_begintypsend(&buf);
 	pq_sendint32(&buf, acc->info->aggfnoid);
 	pq_sendint32(&buf, acc->info->collation);
