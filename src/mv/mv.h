@@ -264,6 +264,7 @@ typedef struct MvDeltaRows
 	TupleDesc	desc;
 	List	   *tuples;			/* HeapTuple */
 } MvDeltaRows;
+extern bool MvHybridCapable(MvDef *def);
 extern MvDeltaRows *MvComputeDeltaRows(Oid viewid);
 extern MvDeltaRows *MvMemoDeltaRows(Oid viewid, Snapshot snap);
 extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap);

@@ -88,8 +88,10 @@ append_grouped_sql(MvDef *def, const char *append, const char *where)
 				break;
 		}
 	}
-	appendStringInfo(&sql, " FROM %s a%s%s GROUP BY %s", append, where ? " WHERE " : "",
-					 where ? where : "", MvColumnListSql(def, MV_COL_GROUP, "a."));
+	appendStringInfo(&sql, " FROM %s a%s%s", append, where ? " WHERE " : "", where ? where : "");
+	/* without GROUP BY: one row, whose count is NULL when nothing was appended */
+	if (def->has_group_by)
+		appendStringInfo(&sql, " GROUP BY %s", MvColumnListSql(def, MV_COL_GROUP, "a."));
 	return sql.data;
 }
 
@@ -187,13 +189,19 @@ char *
 MvMergedSql(MvDef *def, Oid storage_oid, const char *appended, bool finals)
 {
 	char	   *storage = mvinc_table(storage_oid);
-	char	   *match = MvKeyEqSql(def, "t", false, "a");
+	char	   *match;
 	char	   *grouped = append_grouped_sql(def, appended, NULL);
-	/* only the rows of groups the storage lacks are grouped there */
-	char	   *unmatched = append_grouped_sql(def, appended,
-											   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
-														storage, match));
+	char	   *unmatched;
 
+	/* without GROUP BY the storage holds the one row: merge into it */
+	if (!def->has_group_by)
+		return merged_arm(def, finals, true,
+						  psprintf("%s t LEFT JOIN (%s) a ON true", storage, grouped));
+	match = MvKeyEqSql(def, "t", false, "a");
+	/* only the rows of groups the storage lacks are grouped there */
+	unmatched = append_grouped_sql(def, appended,
+								   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
+											storage, match));
 	return psprintf("%s UNION ALL %s",
 					merged_arm(def, finals, true,
 							   psprintf("%s t LEFT JOIN (%s) a ON %s", storage, grouped, match)),

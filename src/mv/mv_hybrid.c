@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  * mv_hybrid.c
- *	  The delta side of the hybrid read of an aggregate view with GROUP BY.
+ *	  The delta side of the hybrid read of an aggregate view.
  *
  * When the only changes a reader's snapshot sees past the view's
  * checkpoint are inserts, the view's rows are the storage merged per group
  * with the append table's state rows and with the states of those
- * inserts: far cheaper than the defining query when the delta is small.
+ * inserts (a view without GROUP BY: its one row merged with the inserts'
+ * states): far cheaper than the defining query when the delta is small.
  * The read path decides it (mv_read.c: 'hybrid'); the read's plan then
  * calls mvinc._delta_states(view), which computes the delta's state rows
  * here, with the view's WHERE and GROUP BY, as an append refresh would.
@@ -38,6 +39,17 @@
 #include "mv/mv.h"
 
 PG_FUNCTION_INFO_V1(mvinc_delta_states);
+
+/*
+ * Can reads of the view take the hybrid path?  An aggregate view (with
+ * GROUP BY or not) merges the inserts' states; a projection view reads
+ * live.  compute_branch() asks the same of the catalog's kind.
+ */
+bool
+MvHybridCapable(MvDef *def)
+{
+	return def->kind == MV_KIND_AGGREGATE;
+}
 
 /*
  * The state rows of the visible inserts past the checkpoint, copied into

@@ -208,6 +208,7 @@ hybrid_states_sql(Oid viewid, MvDef *def, MvCatalog *cat)
 {
 	StringInfoData cols;
 	ListCell   *lc;
+	char	   *delta;
 
 	initStringInfo(&cols);
 	foreach(lc, def->columns)
@@ -217,9 +218,13 @@ hybrid_states_sql(Oid viewid, MvDef *def, MvCatalog *cat)
 		appendStringInfo(&cols, "%s%s %s", foreach_current_index(lc) ? ", " : "",
 						 quote_identifier(col->physname), MvStorageColumnType(col));
 	}
-	return psprintf("(SELECT * FROM mvinc.%s UNION ALL "
-					"SELECT * FROM mvinc._delta_states(%u::pg_catalog.oid) AS d(%s))",
-					quote_identifier(get_rel_name(cat->append_oid)), viewid, cols.data);
+	delta = psprintf("SELECT * FROM mvinc._delta_states(%u::pg_catalog.oid) AS d(%s)",
+					 viewid, cols.data);
+	/* a view without GROUP BY has no append table */
+	if (!OidIsValid(cat->append_oid))
+		return psprintf("(%s)", delta);
+	return psprintf("(SELECT * FROM mvinc.%s UNION ALL %s)",
+					quote_identifier(get_rel_name(cat->append_oid)), delta);
 }
 
 /* Build the analyzed and rewritten read query of a view (cat: its catalog row) */
@@ -241,24 +246,32 @@ build_read_query(Oid viewid, MvCatalog *cat)
 		char	   *storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
 		bool		finals = has_stored_finals(cat->storage_oid, def);
 
+		StringInfoData taken;
+
+		initStringInfo(&taken);
 		appendStringInfo(&sql, "%s FROM %s t WHERE %s = 'fresh' UNION ALL ",
 						 finalized_columns(viewid, def, finals), storage, branch);
+		appendStringInfoString(&taken, "'fresh'");
 		if (OidIsValid(cat->append_oid))
 		{
 			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'merge' UNION ALL ",
 							 finalized_columns(viewid, def, finals),
 							 MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals),
 							 branch);
+			appendStringInfoString(&taken, ", 'merge'");
+		}
+		if (MvHybridCapable(def))
+		{
 			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'hybrid' UNION ALL ",
 							 finalized_columns(viewid, def, finals),
 							 MvMergedSql(def, cat->storage_oid,
 										 hybrid_states_sql(viewid, def, cat), finals),
 							 branch);
+			appendStringInfoString(&taken, ", 'hybrid'");
 		}
 		/* the query answers whatever no branch above takes */
-		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE %s NOT IN ('fresh'%s)",
-						 view_query_sql(viewid), branch,
-						 OidIsValid(cat->append_oid) ? ", 'merge', 'hybrid'" : "");
+		appendStringInfo(&sql, "SELECT * FROM (%s) q WHERE %s NOT IN (%s)",
+						 view_query_sql(viewid), branch, taken.data);
 	}
 	else
 		appendStringInfo(&sql, "%s", view_query_sql(viewid));
@@ -676,12 +689,12 @@ compute_branch(Oid viewid)
 	else
 
 		/*
-		 * Only an aggregate view with GROUP BY (it has an append table) can
-		 * take the inserts of the delta on read: ask for the kind there.
+		 * Only an aggregate view can take the inserts of the delta on read
+		 * (MvHybridCapable): ask for the kind there.
 		 */
 		delta = MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
 							   cat->checkpoint_snapshot, latest,
-							   OidIsValid(cat->append_oid));
+							   cat->kind == MV_KIND_AGGREGATE);
 	UnregisterSnapshot(latest);
 	if (delta == MV_DELTA_OTHER)
 		return MV_READ_LIVE;
