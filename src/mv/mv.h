@@ -249,6 +249,8 @@ typedef enum MvReadBranch
 	MV_READ_HYBRID				/* ... and with the states of the visible delta */
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
+extern void MvPinReadBranch(Oid viewid, Snapshot snap, bool pin);
+extern void MvUnpinReadBranches(void);
 
 /* mv_readscan.c */
 extern void MvReadScanInit(void);

@@ -236,6 +236,7 @@ MvIsIncrementalView(Oid relid)
 {
 	bool		found;
 	bool		hit;
+	bool		latest;
 	IncrementalEntry *entry;
 
 	if (get_rel_relkind(relid) != RELKIND_MATVIEW || !MvincExtensionReady())
@@ -253,12 +254,23 @@ MvIsIncrementalView(Oid relid)
 	entry = hash_search(incremental_cache, &relid, HASH_FIND, &hit);
 	if (hit)
 		return entry->incremental;
+	/*
+	 * In the latest snapshot, not the transaction's: a REPEATABLE READ
+	 * transaction older than the view's creation has already processed
+	 * its invalidation, and would keep "not incremental" for good.  (A
+	 * parallel operation cannot take the latest snapshot: its answer is
+	 * not kept when negative.)
+	 */
+	latest = !IsInParallelMode();
 	MvSpiConnect();
 	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE view = $1::regclass",
-						  relid, MV_LOOKUP_NEW) > 0;
+						  relid, latest ? MV_LOOKUP_LATEST : MV_LOOKUP_NEW) > 0;
 	MvSpiFinish();
-	entry = hash_search(incremental_cache, &relid, HASH_ENTER, &hit);
-	entry->incremental = found;
+	if (latest || found)
+	{
+		entry = hash_search(incremental_cache, &relid, HASH_ENTER, &hit);
+		entry->incremental = found;
+	}
 	return found;
 }
 

@@ -88,7 +88,6 @@ static bool
 start_compactor(Oid viewid)
 {
 	BackgroundWorker bgw;
-	BackgroundWorkerHandle *handle;
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -101,7 +100,8 @@ start_compactor(Oid viewid)
 	bgw.bgw_main_arg = ObjectIdGetDatum(viewid);
 	memcpy(bgw.bgw_extra, &MyDatabaseId, sizeof(Oid));
 	bgw.bgw_notify_pid = 0;
-	return RegisterDynamicBackgroundWorker(&bgw, &handle);
+	/* no handle: nothing may be allocated (or fail) after the commit record */
+	return RegisterDynamicBackgroundWorker(&bgw, NULL);
 }
 
 static void
@@ -159,8 +159,10 @@ MvincCompactorMain(Datum arg)
 
 		rows = MvCompact(viewid);
 		cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
+		/* kept past the commit, which frees the transaction's memory */
 		if (rows > 0 && cat != NULL && OidIsValid(cat->storage_oid))
-			storage = quote_qualified_identifier("mvinc", cat->storage_name);
+			storage = MemoryContextStrdup(TopMemoryContext,
+										  quote_qualified_identifier("mvinc", cat->storage_name));
 		ereport(DEBUG1,
 				(errmsg_internal("background compaction of \"%s\": %lld rows folded",
 								 get_rel_name(viewid), (long long) rows)));

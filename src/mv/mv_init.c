@@ -123,6 +123,9 @@ mv_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 		spi_depth = 0;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		MvUnpinReadBranches();
 }
 
 /* Forget the sections of an aborted subtransaction */

@@ -608,11 +608,48 @@ typedef struct FreshMemo
 	MvReadBranch branch;
 	MemoryContext delta_cxt;	/* a hybrid read's delta computed ahead, or NULL */
 	MvDeltaRows *delta;
+	int			pins;			/* read nodes running on this decision */
 } FreshMemo;
 
+/*
+ * A ring of entries; pinned ones are skipped when one is reused, and the
+ * ring grows when all are pinned: a read node's arm asks again (its guard)
+ * while it runs, perhaps after many other decisions (a cursor), and must
+ * get the node's answer.
+ */
 #define FRESH_MEMO_SIZE 16
-static FreshMemo fresh_memo[FRESH_MEMO_SIZE];
+static FreshMemo *fresh_memo = NULL;
+static int	fresh_memo_size = 0;
 static int	fresh_memo_next = 0;
+
+/* The entry to fill with a new decision: the next unpinned one */
+static FreshMemo *
+memo_reuse(void)
+{
+	int			old_size = fresh_memo_size;
+
+	if (fresh_memo == NULL)
+	{
+		fresh_memo = MemoryContextAllocZero(TopMemoryContext,
+											FRESH_MEMO_SIZE * sizeof(FreshMemo));
+		fresh_memo_size = FRESH_MEMO_SIZE;
+	}
+	for (int n = 0; n < fresh_memo_size; n++)
+	{
+		int			i = (fresh_memo_next + n) % fresh_memo_size;
+
+		if (fresh_memo[i].pins == 0)
+		{
+			fresh_memo_next = (i + 1) % fresh_memo_size;
+			return &fresh_memo[i];
+		}
+	}
+	fresh_memo_size = old_size * 2;
+	fresh_memo = repalloc(fresh_memo, fresh_memo_size * sizeof(FreshMemo));
+	memset(fresh_memo + old_size, 0, old_size * sizeof(FreshMemo));
+	fresh_memo_next = (old_size + 1) % fresh_memo_size;
+	return &fresh_memo[old_size];
+}
 
 /* When a wait for capture last timed out in this backend */
 static TimestampTz last_wait_failure = 0;
@@ -739,15 +776,14 @@ MvGetReadBranch(Oid viewid)
 
 	if (snap == NULL)
 		return MV_READ_LIVE;
-	for (i = 0; i < FRESH_MEMO_SIZE; i++)
+	for (i = 0; i < fresh_memo_size; i++)
 	{
 		if (memo_matches(&fresh_memo[i], viewid, snap))
 			return fresh_memo[i].branch;
 	}
 	branch = compute_branch(viewid);
 
-	m = &fresh_memo[fresh_memo_next];
-	fresh_memo_next = (fresh_memo_next + 1) % FRESH_MEMO_SIZE;
+	m = memo_reuse();
 	m->viewid = InvalidOid;
 	if (m->delta_cxt)
 		MemoryContextDelete(m->delta_cxt);
@@ -780,6 +816,34 @@ MvGetReadBranch(Oid viewid)
 }
 
 /*
+ * Pin (or unpin) the decision for viewid under snap: a read node keeps its
+ * decision in the memo while it runs.
+ */
+void
+MvPinReadBranch(Oid viewid, Snapshot snap, bool pin)
+{
+	for (int i = 0; i < fresh_memo_size; i++)
+	{
+		if (memo_matches(&fresh_memo[i], viewid, snap))
+		{
+			if (pin)
+				fresh_memo[i].pins++;
+			else if (fresh_memo[i].pins > 0)
+				fresh_memo[i].pins--;
+			return;
+		}
+	}
+}
+
+/* The transaction ended: no read node runs any more */
+void
+MvUnpinReadBranches(void)
+{
+	for (int i = 0; i < fresh_memo_size; i++)
+		fresh_memo[i].pins = 0;
+}
+
+/*
  * A hybrid read's delta rows computed ahead for viewid and snap (by the
  * executor-start hook, before a parallel statement enters parallel mode),
  * or NULL.
@@ -787,7 +851,7 @@ MvGetReadBranch(Oid viewid)
 MvDeltaRows *
 MvMemoDeltaRows(Oid viewid, Snapshot snap)
 {
-	for (int i = 0; i < FRESH_MEMO_SIZE; i++)
+	for (int i = 0; i < fresh_memo_size; i++)
 		if (memo_matches(&fresh_memo[i], viewid, snap))
 			return fresh_memo[i].delta;
 	return NULL;
@@ -801,7 +865,7 @@ MvMemoDeltaRows(Oid viewid, Snapshot snap)
 MvDeltaRows *
 MvHybridDeltaRows(Oid viewid, Snapshot snap)
 {
-	for (int i = 0; i < FRESH_MEMO_SIZE; i++)
+	for (int i = 0; i < fresh_memo_size; i++)
 	{
 		FreshMemo  *m = &fresh_memo[i];
 

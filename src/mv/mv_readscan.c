@@ -99,6 +99,8 @@ typedef struct ReadScanState
 	int			taken;			/* MvReadBranch decided, or -1 (EXPLAIN only) */
 	PlanState  *child;			/* the arm that runs */
 	int64		delta_rows;		/* a hybrid read's delta state rows, or -1 */
+	bool		pinned;			/* holds the decision in the memo */
+	Snapshot	snapshot;		/* ... made under this snapshot */
 } ReadScanState;
 
 /* Oid of mvinc._read_branch(oid), or InvalidOid */
@@ -244,8 +246,10 @@ mv_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	/* a lateral reference makes every arm's path parameterized: keep Append's */
 	if (!rte->inh || rte->rtekind != RTE_SUBQUERY || IS_DUMMY_REL(rel) ||
-		rel->pathlist == NIL || !MvincExtensionReady())
+		rel->pathlist == NIL || !bms_is_empty(rel->lateral_relids) ||
+		!MvincExtensionReady())
 		return;
 	funcid = read_branch_func();
 	if (!OidIsValid(funcid))
@@ -264,7 +268,8 @@ mv_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 		nchildren++;
 		crte = root->simple_rte_array[appinfo->child_relid];
 		crel = root->simple_rel_array[appinfo->child_relid];
-		if (crte->rtekind != RTE_SUBQUERY || crel == NULL || crel->cheapest_total_path == NULL)
+		if (crte->rtekind != RTE_SUBQUERY || crel == NULL || crel->cheapest_total_path == NULL ||
+			PATH_REQ_OUTER(crel->cheapest_total_path) != NULL)
 			return;
 		arm = arm_of(crte->subquery, funcid, &cview);
 		if (arm < 0 || arms[arm] != NULL || (OidIsValid(viewid) && cview != viewid))
@@ -392,9 +397,16 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 		return;
 	}
 
-	/* the arms' guards ask again, under the same snapshot: the memo answers */
+	/*
+	 * The arms' guards ask again, under the same snapshot: the memo answers,
+	 * and keeps this decision (pinned) until the node ends or the
+	 * transaction does, however many other decisions come in between.
+	 */
 	PushActiveSnapshot(estate->es_snapshot);
 	branch = MvGetReadBranch(rs->viewid);
+	MvPinReadBranch(rs->viewid, GetActiveSnapshot(), true);
+	rs->pinned = true;
+	rs->snapshot = estate->es_snapshot;
 	if (branch == MV_READ_HYBRID)
 	{
 		MvDeltaRows *delta = MvHybridDeltaRows(rs->viewid, GetActiveSnapshot());
@@ -410,6 +422,9 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 	MvCountRead(rs->viewid, rs->taken);
 	rs->child = ExecInitNode(list_nth(cscan->custom_plans, which), estate, eflags);
 	node->custom_ps = list_make1(rs->child);
+	/* the child's slots pass through: their type is the child's, not fixed */
+	node->ss.ps.resultopsset = true;
+	node->ss.ps.resultopsfixed = false;
 }
 
 static TupleTableSlot *
@@ -431,7 +446,12 @@ exec_read(CustomScanState *node)
 static void
 end_read(CustomScanState *node)
 {
+	ReadScanState *rs = (ReadScanState *) node;
 	ListCell   *lc;
+
+	if (rs->pinned)
+		MvPinReadBranch(rs->viewid, rs->snapshot, false);
+	rs->pinned = false;
 
 	foreach(lc, node->custom_ps)
 		ExecEndNode(lfirst(lc));

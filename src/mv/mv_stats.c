@@ -38,6 +38,7 @@ typedef struct ReadCountSlot
 typedef struct ReadCounts
 {
 	LWLock	   *lock;			/* claims of slots */
+	bool		full;			/* no free slot is left */
 	ReadCountSlot slots[MV_STATS_SLOTS];
 } ReadCounts;
 
@@ -69,6 +70,7 @@ stats_shmem_startup(void)
 	if (!found)
 	{
 		read_counts->lock = &(GetNamedLWLockTranche("mvinc_read_counts"))->lock;
+		read_counts->full = false;
 		for (int i = 0; i < MV_STATS_SLOTS; i++)
 		{
 			read_counts->slots[i].dboid = InvalidOid;
@@ -92,6 +94,8 @@ find_slot(Oid viewid, bool claim)
 
 	if (read_counts == NULL)
 		return NULL;
+	if (claim && read_counts->full)
+		return NULL;
 	start = (viewid ^ (MyDatabaseId * 2654435761u)) % MV_STATS_SLOTS;
 	LWLockAcquire(read_counts->lock, claim ? LW_EXCLUSIVE : LW_SHARED);
 	for (int n = 0; n < MV_STATS_SLOTS; n++)
@@ -114,6 +118,8 @@ find_slot(Oid viewid, bool claim)
 			break;
 		}
 	}
+	if (slot == NULL && claim)
+		read_counts->full = true;
 	LWLockRelease(read_counts->lock);
 	return slot;
 }
@@ -145,16 +151,21 @@ mvinc_read_counts(PG_FUNCTION_ARGS)
 	static const MvReadBranch order[N_PATHS] = {MV_READ_FRESH, MV_READ_MERGE,
 	MV_READ_HYBRID, MV_READ_LIVE};
 	ReadCountSlot *slot = NULL;
+	bool		counted;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (read_counts != NULL &&
-		pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
-		slot = find_slot(viewid, true);
+	counted = read_counts != NULL &&
+		pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+
+	/* a view never read has no slot (listing views claims none): zeros */
+	if (counted)
+		slot = find_slot(viewid, false);
+	counted = counted && (slot != NULL || !read_counts->full);
 	for (int i = 0; i < N_PATHS; i++)
 	{
-		nulls[i] = slot == NULL;
-		values[i] = slot ? Int64GetDatum((int64) pg_atomic_read_u64(&slot->reads[order[i]])) : 0;
+		nulls[i] = !counted;
+		values[i] = Int64GetDatum(slot ? (int64) pg_atomic_read_u64(&slot->reads[order[i]]) : 0);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -10,7 +10,7 @@ DECLARE
 BEGIN
   EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
                  v, q, q, v) INTO n;
-  RETURN n;
+  RETURN fetched;
 END $$;
 
 -- the node's own lines of EXPLAIN (ANALYZE) of a statement
@@ -131,6 +131,35 @@ DECLARE rs_cur SCROLL CURSOR FOR SELECT g, n FROM rs_v WHERE g < 3 ORDER BY g;
 FETCH ALL FROM rs_cur;
 FETCH BACKWARD 2 FROM rs_cur;
 COMMIT;
+
+-- a cursor's node keeps its decision while it is open, however many other
+-- decisions the transaction makes meanwhile (here 20 reads after writes to
+-- the source, which all go live): its arm's guard must agree with it
+CREATE FUNCTION rs_cursor_rows() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  c refcursor;
+  r record;
+  fetched bigint := 0;
+BEGIN
+  OPEN c FOR SELECT g, n FROM rs_v;
+  FOR i IN 1..20 LOOP
+    INSERT INTO rs_src VALUES (30000 + i, 1000 + i, i);
+    PERFORM count(*) FROM rs_v;
+  END LOOP;
+  LOOP
+    FETCH c INTO r;
+    EXIT WHEN NOT FOUND;
+    fetched := fetched + 1;
+  END LOOP;
+  CLOSE c;
+  RETURN fetched;
+END $$;
+SELECT count(*) AS rows_before FROM rs_v \gset
+SELECT mvinc.read_path('rs_v');
+BEGIN;
+SELECT rs_cursor_rows() = :rows_before AS cursor_read_every_row;
+ROLLBACK;
+DROP FUNCTION rs_cursor_rows();
 
 -- mvinc.views counts the paths reads took (since the counts were reset)
 SELECT mvinc.reset_read_counts('rs_w');
