@@ -259,6 +259,8 @@ extern void MvReadScanInit(void);
 extern void MvStatsInit(void);
 extern void MvCountRead(Oid viewid, MvReadBranch path);
 extern void MvForgetReadCounts(Oid viewid);
+extern bool MvClaimCompactor(Oid viewid);
+extern void MvReleaseCompactor(Oid dboid, Oid viewid);
 
 /* The state rows of a hybrid read's delta (mv_hybrid.c) */
 typedef struct MvDeltaRows

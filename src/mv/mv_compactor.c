@@ -14,11 +14,13 @@
  *	  merged rows until the fold commits.  The worker then vacuums the
  *	  storage, whose folded groups it updated.
  *
- *	  A worker is started per view and commit, after the commit: it waits
- *	  for any refresh or compaction of the view that holds the lock, then
- *	  folds whatever is still appended (nothing, when another compaction
- *	  or a refresh already did).  When no worker slot is free, the rows
- *	  wait for the next refresh (and its foreground fold).
+ *	  A worker is started after the commit, unless one is already queued
+ *	  for the view (not yet started: it will fold these rows too; mv_stats.c
+ *	  keeps the flag): it waits for any refresh or compaction of the view
+ *	  that holds the lock, then folds whatever is still appended (nothing,
+ *	  when another compaction or a refresh already did).  When no worker
+ *	  slot is free, the rows wait for the next refresh (and its foreground
+ *	  fold).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -115,12 +117,17 @@ compactor_xact_callback(XactEvent event, void *arg)
 	{
 		foreach(lc, pending_views)
 		{
-			if (!start_compactor(lfirst_oid(lc)))
-				ereport(LOG,
-						(errmsg("could not start background compaction of incremental view %u",
-								lfirst_oid(lc)),
-						 errdetail("No background worker slot is free; the next refresh compacts past \"mvinc.compact_fraction\"."),
-						 errhint("Increase \"max_worker_processes\".")));
+			/* one queued at a time: a queued one folds this refresh's rows too */
+			if (!MvClaimCompactor(lfirst_oid(lc)))
+				continue;
+			if (start_compactor(lfirst_oid(lc)))
+				continue;
+			MvReleaseCompactor(MyDatabaseId, lfirst_oid(lc));
+			ereport(LOG,
+					(errmsg("could not start background compaction of incremental view %u",
+							lfirst_oid(lc)),
+					 errdetail("No background worker slot is free; the next refresh compacts past \"mvinc.compact_fraction\"."),
+					 errhint("Increase \"max_worker_processes\".")));
 		}
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
@@ -144,6 +151,11 @@ MvincCompactorMain(Datum arg)
 	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	/*
+	 * No longer queued once started: a refresh that commits from now on may
+	 * queue another, since this one may have folded before its rows were.
+	 */
+	MvReleaseCompactor(dboid, viewid);
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("mvinc compactor");
 	/* compaction runs at READ COMMITTED, whatever the server's default */

@@ -2,7 +2,9 @@
  * mv_stats.c
  *	  Per-view counters of the paths reads took (fresh, merge, hybrid,
  *	  live), in shared memory: mvinc.views shows them, and
- *	  mvinc.reset_read_counts() sets them back to zero.
+ *	  mvinc.reset_read_counts() sets them back to zero.  The same entry
+ *	  says whether a background compaction of the view is queued
+ *	  (mv_compactor.c starts at most one at a time).
  *
  *	  A fixed table of MV_STATS_SLOTS entries keyed by (database, view),
  *	  open addressing; an entry is claimed under the lock the first time a
@@ -33,6 +35,8 @@ typedef struct ReadCountSlot
 	Oid			dboid;			/* InvalidOid: free */
 	Oid			viewid;
 	pg_atomic_uint64 reads[N_PATHS];
+	pg_atomic_uint32 compactor;	/* when a background compaction was queued
+								 * (seconds since the epoch), or 0 */
 } ReadCountSlot;
 
 typedef struct ReadCounts
@@ -77,6 +81,7 @@ stats_shmem_startup(void)
 			read_counts->slots[i].viewid = InvalidOid;
 			for (int p = 0; p < N_PATHS; p++)
 				pg_atomic_init_u64(&read_counts->slots[i].reads[p], 0);
+			pg_atomic_init_u32(&read_counts->slots[i].compactor, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -87,7 +92,7 @@ stats_shmem_startup(void)
  * when there is none.  NULL when there is none (or no shared memory).
  */
 static ReadCountSlot *
-find_slot(Oid viewid, bool claim)
+find_slot_in(Oid dboid, Oid viewid, bool claim)
 {
 	uint32		start;
 	ReadCountSlot *slot = NULL;
@@ -96,13 +101,13 @@ find_slot(Oid viewid, bool claim)
 		return NULL;
 	if (claim && read_counts->full)
 		return NULL;
-	start = (viewid ^ (MyDatabaseId * 2654435761u)) % MV_STATS_SLOTS;
+	start = (viewid ^ (dboid * 2654435761u)) % MV_STATS_SLOTS;
 	LWLockAcquire(read_counts->lock, claim ? LW_EXCLUSIVE : LW_SHARED);
 	for (int n = 0; n < MV_STATS_SLOTS; n++)
 	{
 		ReadCountSlot *s = &read_counts->slots[(start + n) % MV_STATS_SLOTS];
 
-		if (s->dboid == MyDatabaseId && s->viewid == viewid)
+		if (s->dboid == dboid && s->viewid == viewid)
 		{
 			slot = s;
 			break;
@@ -111,7 +116,7 @@ find_slot(Oid viewid, bool claim)
 		{
 			if (claim)
 			{
-				s->dboid = MyDatabaseId;
+				s->dboid = dboid;
 				s->viewid = viewid;
 				slot = s;
 			}
@@ -122,6 +127,12 @@ find_slot(Oid viewid, bool claim)
 		read_counts->full = true;
 	LWLockRelease(read_counts->lock);
 	return slot;
+}
+
+static ReadCountSlot *
+find_slot(Oid viewid, bool claim)
+{
+	return find_slot_in(MyDatabaseId, viewid, claim);
 }
 
 /* Count a read of viewid that took path */
@@ -199,4 +210,36 @@ MvStatsInit(void)
 	shmem_request_hook = stats_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = stats_shmem_startup;
+}
+
+/*
+ * At most one background compaction of a view waits to start: true when
+ * the caller may start one (also when the table is full and cannot tell).
+ * A claim older than a minute is taken over: its worker never started.
+ */
+bool
+MvClaimCompactor(Oid viewid)
+{
+	ReadCountSlot *slot = find_slot(viewid, false);
+	uint32		now = (uint32) time(NULL);
+	uint32		queued;
+
+	if (slot == NULL)
+		slot = find_slot(viewid, true);
+	if (slot == NULL)
+		return true;
+	queued = pg_atomic_read_u32(&slot->compactor);
+	if (queued != 0 && now - queued < 60)
+		return false;
+	return pg_atomic_compare_exchange_u32(&slot->compactor, &queued, now);
+}
+
+/* The queued compaction of viewid in dboid started (or never will) */
+void
+MvReleaseCompactor(Oid dboid, Oid viewid)
+{
+	ReadCountSlot *slot = find_slot_in(dboid, viewid, false);
+
+	if (slot != NULL)
+		pg_atomic_write_u32(&slot->compactor, 0);
 }
