@@ -202,6 +202,7 @@ extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);
 extern int64 MvCompact(Oid viewid);
+extern double MvStorageRows(Oid storage_oid);
 
 /* mv_compactor.c */
 extern double mvinc_background_compact_fraction;

@@ -248,18 +248,10 @@ MvFoldAppend(MvDef *def, MvCatalog *cat)
 bool
 MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql, int64 inserts)
 {
-	Relation	rel;
-	double		stored;
-
 	if (!OidIsValid(cat->append_oid) || mvinc_compact_fraction <= 0)
 		return false;
 
-	/* the storage's row count as of its last VACUUM or ANALYZE */
-	rel = table_open(cat->storage_oid, AccessShareLock);
-	stored = Max(rel->rd_rel->reltuples, 0);
-	table_close(rel, NoLock);
-
-	if (cat->append_rows + inserts > mvinc_compact_fraction * stored)
+	if (cat->append_rows + inserts > mvinc_compact_fraction * MvStorageRows(cat->storage_oid))
 	{
 		MvFoldAppend(def, cat);
 		MvMergeIntoStorage(def, cat->storage_oid, select_sql);
@@ -400,6 +392,20 @@ insert_states(Oid append_oid, const char *select_sql)
 	/* later statements of the refresh (a fold) see the rows */
 	CommandCounterIncrement();
 	return r.total;
+}
+
+/*
+ * The storage's row count as of its last VACUUM or ANALYZE: what the
+ * compaction fractions (foreground and background) are fractions of.
+ */
+double
+MvStorageRows(Oid storage_oid)
+{
+	Relation	rel = table_open(storage_oid, AccessShareLock);
+	double		rows = Max(rel->rd_rel->reltuples, 0);
+
+	table_close(rel, NoLock);
+	return rows;
 }
 
 /* Compact a view now: fold its append table into the storage */

@@ -50,22 +50,11 @@ double		mvinc_background_compact_fraction = 0.05;
 /* Views whose refresh in this transaction left enough rows to fold */
 static List *pending_views = NIL;
 
-/* Rows in the storage as of its last VACUUM or ANALYZE */
-static double
-storage_rows(Oid storage_oid)
-{
-	Relation	rel = table_open(storage_oid, AccessShareLock);
-	double		rows = Max(rel->rd_rel->reltuples, 0);
-
-	table_close(rel, NoLock);
-	return rows;
-}
-
 static bool
 worth_folding(int64 append_rows, Oid storage_oid)
 {
 	return mvinc_background_compact_fraction > 0 && append_rows > 0 &&
-		append_rows > mvinc_background_compact_fraction * storage_rows(storage_oid);
+		append_rows > mvinc_background_compact_fraction * MvStorageRows(storage_oid);
 }
 
 /*

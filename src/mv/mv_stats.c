@@ -135,14 +135,21 @@ find_slot(Oid viewid, bool claim)
 	return find_slot_in(MyDatabaseId, viewid, claim);
 }
 
+/* The slot of viewid, claimed if it has none (shared lock first) */
+static ReadCountSlot *
+slot_for(Oid viewid)
+{
+	ReadCountSlot *slot = find_slot(viewid, false);
+
+	return slot ? slot : find_slot(viewid, true);
+}
+
 /* Count a read of viewid that took path */
 void
 MvCountRead(Oid viewid, MvReadBranch path)
 {
-	ReadCountSlot *slot = find_slot(viewid, false);
+	ReadCountSlot *slot = slot_for(viewid);
 
-	if (slot == NULL)
-		slot = find_slot(viewid, true);
 	if (slot != NULL)
 		pg_atomic_fetch_add_u64(&slot->reads[path], 1);
 }
@@ -220,12 +227,10 @@ MvStatsInit(void)
 bool
 MvClaimCompactor(Oid viewid)
 {
-	ReadCountSlot *slot = find_slot(viewid, false);
+	ReadCountSlot *slot = slot_for(viewid);
 	uint32		now = (uint32) time(NULL);
 	uint32		queued;
 
-	if (slot == NULL)
-		slot = find_slot(viewid, true);
 	if (slot == NULL)
 		return true;
 	queued = pg_atomic_read_u32(&slot->compactor);
