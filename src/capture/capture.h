@@ -31,6 +31,8 @@ extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_
 extern void MvincDropConsumer(Oid relid, const char *consumer);
 extern XLogRecPtr MvincRetainedFrom(Oid relid);
 extern XLogRecPtr MvincRetainedFromIn(Oid relid, Snapshot snapshot);
+extern XLogRecPtr MvincCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
+extern bool MvincXactMayHaveWritten(Oid relid);
 
 /* ---- Internal to src/capture ---- */
 
@@ -120,6 +122,9 @@ extern void MvincSyncChangeLog(Oid relid);
 extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);
 extern void MvincForgetDroppedSource(Oid relid);
 extern void MvincDropTracking(Oid relid, Oid logid);
+
+/* capture_commits.c */
+extern void MvincCommitsInit(void);
 
 /* capture_horizon.c */
 extern void MvincHoldHorizonFor(Oid relid);

@@ -307,6 +307,7 @@ MvincCaptureInit(void)
 
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = capture_ProcessUtility;
+	MvincCommitsInit();
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

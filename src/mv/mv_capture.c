@@ -103,6 +103,28 @@ MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms)
 	return MvincTryWaitForCapture(lsn, timeout_ms);
 }
 
+/*
+ * May the current transaction have written relid?  Reads ask this (not
+ * pgstat's counts, which track_counts = off leaves empty): a read of a
+ * view whose source the transaction wrote must run the query.
+ */
+bool
+MvXactMayHaveWritten(Oid relid)
+{
+	return MvincXactMayHaveWritten(relid);
+}
+
+/*
+ * Where capture must be before a read of relid's change log may trust it
+ * (for a snapshot taken before insert_lsn): the last commit that changed
+ * relid, at most insert_lsn.
+ */
+XLogRecPtr
+MvCaptureTarget(Oid relid, XLogRecPtr insert_lsn)
+{
+	return MvincCaptureTarget(relid, insert_lsn);
+}
+
 /* Tell retention which change-log rows the view still needs */
 void
 MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn)

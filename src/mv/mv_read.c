@@ -693,14 +693,23 @@ compute_branch(Oid viewid)
 	/* asked for: the storage as the last refresh left it */
 	if (mvinc_read_path_mode == MV_READ_PATH_STALE_OK)
 		return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
-	if (MvXactModified(cat->sourceid))
+	if (MvXactMayHaveWritten(cat->sourceid))
 		return MV_READ_LIVE;
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog))
 		return MV_READ_LIVE;
 	/* SERIALIZABLE: before the wait, so that the wait covers the writers */
 	MvSsiLockSource(cat->sourceid, active);
+
+	/*
+	 * Every commit the snapshot sees ends before the insert position now;
+	 * capture need only reach the last of them that changed the source
+	 * (not other tables' WAL).  SERIALIZABLE also asks the change log for
+	 * writers the snapshot does not see, committed up to now: all of it.
+	 */
 	target = MvInsertLsn();
+	if (!IsolationIsSerializable())
+		target = MvCaptureTarget(cat->sourceid, target);
 	if (!MvTryWaitForCapture(target, fresh_wait_timeout()))
 	{
 		last_wait_failure = GetCurrentTimestamp();

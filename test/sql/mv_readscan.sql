@@ -174,6 +174,22 @@ DELETE FROM rs_src2 WHERE id = 104;
 SELECT count(*) FROM rs_w;
 SELECT reads_fresh, reads_merge, reads_hybrid, reads_live FROM mvinc.views WHERE view = 'rs_w'::regclass;
 
+-- a transaction's own writes to the source send its reads to the query,
+-- also when pgstat counts nothing (track_counts off)
+SELECT mode FROM mvinc.refresh('rs_w');
+BEGIN;
+SET LOCAL track_counts = off;
+INSERT INTO rs_src2 VALUES (105, 1);
+SELECT mvinc.read_path('rs_w');
+SELECT (SELECT n FROM rs_w WHERE g = 1) = (SELECT count(*) FROM rs_src2 WHERE g = 1) AS own_insert_seen;
+ROLLBACK;
+BEGIN;
+SAVEPOINT s;
+INSERT INTO rs_src2 VALUES (106, 1);
+ROLLBACK TO SAVEPOINT s;
+SELECT mvinc.read_path('rs_w') AS after_rolled_back_write;
+COMMIT;
+
 DROP FUNCTION rs_fn(int);
 DROP VIEW rs_plain;
 DROP MATERIALIZED VIEW rs_v;
