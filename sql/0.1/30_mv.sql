@@ -23,7 +23,12 @@ CREATE TABLE mvinc.mv_view (
     checkpoint_lsn      pg_lsn,             -- change-log rows of invisible xacts are > this
     append_rows         bigint NOT NULL DEFAULT 0,  -- state rows in <storage_name>_append
     last_refresh        timestamptz,
-    last_mode           text
+    last_mode           text,
+    -- automatic refresh (mv_scheduler.c): NULL = only when asked
+    refresh_interval    interval CHECK (refresh_interval BETWEEN interval '0' AND interval '10 years'),
+    refresh_failures    integer NOT NULL DEFAULT 0,  -- automatic ones in a row
+    last_error          text,                        -- of the last failed one
+    retry_after         timestamptz                  -- backoff after failures
 );
 CREATE INDEX mv_view_source ON mvinc.mv_view (source);
 
@@ -123,7 +128,16 @@ CREATE VIEW mvinc.views AS
            v.append_rows,
            v.populated,
            c.fresh AS reads_fresh, c.merge AS reads_merge,
-           c.hybrid AS reads_hybrid, c.live AS reads_live
+           c.hybrid AS reads_hybrid, c.live AS reads_live,
+           v.refresh_interval,
+           CASE WHEN v.refresh_interval IS NOT NULL AND v.populated
+                THEN GREATEST(v.last_refresh + v.refresh_interval, v.retry_after)
+           END AS next_refresh,
+           v.refresh_failures,
+           -- an error may quote source values: only for the view's owner
+           CASE WHEN pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                             WHERE c.oid = v.view), 'USAGE')
+                THEN v.last_error END AS last_error
       FROM mvinc.mv_view v, LATERAL mvinc._read_counts(v.view) c;
 -- like pg_matviews: everyone may list the views
 GRANT SELECT ON mvinc.views TO PUBLIC;

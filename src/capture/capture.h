@@ -32,6 +32,13 @@ extern void MvincDropConsumer(Oid relid, const char *consumer);
 extern XLogRecPtr MvincRetainedFrom(Oid relid);
 extern XLogRecPtr MvincRetainedFromIn(Oid relid, Snapshot snapshot);
 extern XLogRecPtr MvincCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
+
+/*
+ * Called by each capture worker between batches, outside any transaction,
+ * at most every 100 ms; it must not raise errors (automatic refresh).
+ */
+typedef void (*MvincCaptureTickFn) (void);
+extern MvincCaptureTickFn mvinc_capture_tick;
 extern bool MvincXactMayHaveWritten(Oid relid);
 
 /* ---- Internal to src/capture ---- */

@@ -33,6 +33,7 @@
 #include "capture/capture.h"
 
 CaptureShared *MvincCaptureShared = NULL;
+MvincCaptureTickFn mvinc_capture_tick = NULL;
 
 int			mvinc_capture_batch_rows = 10000;
 int			mvinc_capture_naptime_ms = 50;

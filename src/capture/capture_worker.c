@@ -593,6 +593,7 @@ capture_loop(void)
 	bool		decoded_since_nap = false;
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
+	TimestampTz last_tick = 0;
 	bool		retention_pending = false;
 	bool		created;
 
@@ -767,6 +768,16 @@ capture_loop(void)
 		{
 			last_retention = GetCurrentTimestamp();
 			retention_pending = MvincRetentionPass();
+		}
+
+		/* automatic refresh's look at due views (mv_scheduler.c) */
+		if (mvinc_capture_tick != NULL &&
+			TimestampDifferenceExceeds(last_tick, GetCurrentTimestamp(), 100) &&
+			!someone_waits())
+		{
+			last_tick = GetCurrentTimestamp();
+			MvincWorkerLeaveDecoding();
+			mvinc_capture_tick();
 		}
 
 		/*

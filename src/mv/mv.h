@@ -158,6 +158,7 @@ extern void MvWaitForCapture(XLogRecPtr lsn);
 extern bool MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);
 extern bool MvXactMayHaveWritten(Oid relid);
 extern XLogRecPtr MvCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
+extern void MvOnCaptureTick(void (*tick) (void));
 extern bool MvXactModified(Oid relid);
 extern void MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn);
 extern void MvDropConsumer(Oid relid, const char *consumer);
@@ -205,6 +206,11 @@ extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);
 extern int64 MvCompact(Oid viewid);
 extern double MvStorageRows(Oid storage_oid);
+
+/* mv_scheduler.c */
+extern void MvSchedulerInit(void);
+extern void MvSetRefreshInterval(Oid viewid, const char *interval);
+extern PGDLLEXPORT void MvincRefresherMain(Datum arg);
 
 /* mv_compactor.c */
 extern double mvinc_background_compact_fraction;
@@ -264,6 +270,17 @@ extern void MvCountRead(Oid viewid, MvReadBranch path);
 extern void MvForgetReadCounts(Oid viewid);
 extern bool MvClaimCompactor(Oid viewid);
 extern void MvReleaseCompactor(Oid dboid, Oid viewid);
+typedef enum MvClaim
+{
+	MV_CLAIM_OK,
+	MV_CLAIM_BUSY,				/* one is queued or running for the view */
+	MV_CLAIM_FULL				/* the limits are reached */
+} MvClaim;
+extern bool MvRefresherBusy(Oid viewid);
+extern MvClaim MvClaimRefresher(Oid viewid, int max_total, int max_db);
+extern void MvSetRefresher(Oid dboid, Oid viewid, int pid);
+extern void MvStopRefreshersOf(Oid dboid);
+extern void MvReleaseStats(Oid viewid);
 
 /* The state rows of a hybrid read's delta (mv_hybrid.c) */
 typedef struct MvDeltaRows

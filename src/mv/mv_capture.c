@@ -125,6 +125,13 @@ MvCaptureTarget(Oid relid, XLogRecPtr insert_lsn)
 	return MvincCaptureTarget(relid, insert_lsn);
 }
 
+/* Have each capture worker call tick between its batches (mv_scheduler.c) */
+void
+MvOnCaptureTick(void (*tick) (void))
+{
+	mvinc_capture_tick = tick;
+}
+
 /* Tell retention which change-log rows the view still needs */
 void
 MvSetConsumer(Oid relid, const char *consumer, XLogRecPtr lsn)

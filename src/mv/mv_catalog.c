@@ -740,7 +740,7 @@ MvForgetView(Oid viewid, Oid sourceid)
 	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
 	incremental_changed(viewid);
 	/* a view created later with the same oid starts from zero */
-	MvForgetReadCounts(viewid);
+	MvReleaseStats(viewid);
 	MvSpiFinish();
 	if (storage_name && storage_exists(storage, storage_name))
 	{

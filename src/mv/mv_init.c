@@ -187,6 +187,7 @@ MvincMvInit(void)
 	MvReadInit();
 	MvReadScanInit();
 	MvCompactorInit();
+	MvSchedulerInit();
 	MvStatsInit();
 	MvRefreshInit();
 	RegisterXactCallback(mv_xact_callback, NULL);

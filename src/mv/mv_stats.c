@@ -4,11 +4,13 @@
  *	  live), in shared memory: mvinc.views shows them, and
  *	  mvinc.reset_read_counts() sets them back to zero.  The same entry
  *	  says whether a background compaction of the view is queued
- *	  (mv_compactor.c starts at most one at a time).
+ *	  (mv_compactor.c starts at most one at a time) and whether an
+ *	  automatic refresh of it is queued or running (mv_scheduler.c).
  *
  *	  A fixed table of MV_STATS_SLOTS entries keyed by (database, view),
  *	  open addressing; an entry is claimed under the lock the first time a
- *	  view is read, and counted with atomics.  Counts start at zero when
+ *	  view is read, and counted with atomics; a dropped view's entry
+ *	  becomes a tombstone (probes go on past it, claims reuse it).  Counts start at zero when
  *	  the server starts and are not kept across restarts (like
  *	  pg_stat_statements without its file).  When the table is full, reads
  *	  of further views are not counted (their counts show NULL).
@@ -29,6 +31,7 @@
 
 #define MV_STATS_SLOTS 4096
 #define N_PATHS 4				/* indexed by MvReadBranch */
+#define TOMBSTONE ((Oid) 1)		/* viewid of a free entry that probes pass */
 
 typedef struct ReadCountSlot
 {
@@ -37,6 +40,9 @@ typedef struct ReadCountSlot
 	pg_atomic_uint64 reads[N_PATHS];
 	pg_atomic_uint32 compactor;	/* when a background compaction was queued
 								 * (seconds since the epoch), or 0 */
+	pg_atomic_uint32 refresh_queued;	/* when an automatic refresh was
+										 * queued (seconds), or 0 */
+	pg_atomic_uint32 refresh_pid;	/* the worker running it, or 0 */
 } ReadCountSlot;
 
 typedef struct ReadCounts
@@ -82,6 +88,8 @@ stats_shmem_startup(void)
 			for (int p = 0; p < N_PATHS; p++)
 				pg_atomic_init_u64(&read_counts->slots[i].reads[p], 0);
 			pg_atomic_init_u32(&read_counts->slots[i].compactor, 0);
+			pg_atomic_init_u32(&read_counts->slots[i].refresh_queued, 0);
+			pg_atomic_init_u32(&read_counts->slots[i].refresh_pid, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -96,6 +104,8 @@ find_slot_in(Oid dboid, Oid viewid, bool claim)
 {
 	uint32		start;
 	ReadCountSlot *slot = NULL;
+	ReadCountSlot *tomb = NULL;
+	ReadCountSlot *free_slot = NULL;
 
 	if (read_counts == NULL)
 		return NULL;
@@ -112,16 +122,28 @@ find_slot_in(Oid dboid, Oid viewid, bool claim)
 			slot = s;
 			break;
 		}
+		if (s->dboid == InvalidOid && s->viewid == TOMBSTONE)
+		{
+			if (tomb == NULL)
+				tomb = s;
+			continue;
+		}
 		if (s->dboid == InvalidOid)
 		{
-			if (claim)
-			{
-				s->dboid = dboid;
-				s->viewid = viewid;
-				slot = s;
-			}
+			free_slot = s;
 			break;
 		}
+	}
+	if (slot == NULL && claim && (tomb != NULL || free_slot != NULL))
+	{
+		slot = tomb ? tomb : free_slot;
+		for (int p = 0; p < N_PATHS; p++)
+			pg_atomic_write_u64(&slot->reads[p], 0);
+		pg_atomic_write_u32(&slot->compactor, 0);
+		pg_atomic_write_u32(&slot->refresh_queued, 0);
+		pg_atomic_write_u32(&slot->refresh_pid, 0);
+		slot->dboid = dboid;
+		slot->viewid = viewid;
 	}
 	if (slot == NULL && claim)
 		read_counts->full = true;
@@ -199,6 +221,24 @@ MvForgetReadCounts(Oid viewid)
 			pg_atomic_write_u64(&slot->reads[p], 0);
 }
 
+/* The view was dropped: its entry becomes a tombstone */
+void
+MvReleaseStats(Oid viewid)
+{
+	ReadCountSlot *slot = find_slot(viewid, false);
+
+	if (slot == NULL)
+		return;
+	LWLockAcquire(read_counts->lock, LW_EXCLUSIVE);
+	if (slot->dboid == MyDatabaseId && slot->viewid == viewid)
+	{
+		slot->dboid = InvalidOid;
+		slot->viewid = TOMBSTONE;
+		read_counts->full = false;
+	}
+	LWLockRelease(read_counts->lock);
+}
+
 /* mvinc.reset_read_counts(view) */
 Datum
 mvinc_reset_read_counts(PG_FUNCTION_ARGS)
@@ -247,4 +287,103 @@ MvReleaseCompactor(Oid dboid, Oid viewid)
 
 	if (slot != NULL)
 		pg_atomic_write_u32(&slot->compactor, 0);
+}
+
+/*
+ * Is an automatic refresh of the slot's view queued or running?  A queued
+ * one that has not started within a minute never will (its worker could
+ * not be forked).
+ */
+static bool
+refresh_busy(ReadCountSlot *s, uint32 now)
+{
+	uint32		queued = pg_atomic_read_u32(&s->refresh_queued);
+
+	return pg_atomic_read_u32(&s->refresh_pid) != 0 ||
+		(queued != 0 && now - queued < 60);
+}
+
+/* Is an automatic refresh of viewid queued or running? */
+bool
+MvRefresherBusy(Oid viewid)
+{
+	ReadCountSlot *slot = find_slot(viewid, false);
+
+	return slot != NULL && refresh_busy(slot, (uint32) time(NULL));
+}
+
+/*
+ * Queue an automatic refresh of viewid unless one is queued or running
+ * (MV_CLAIM_BUSY), or max_total refreshes run in the server or max_db in
+ * this database (MV_CLAIM_FULL; also when the table has no entry left).
+ */
+MvClaim
+MvClaimRefresher(Oid viewid, int max_total, int max_db)
+{
+	ReadCountSlot *slot = slot_for(viewid);
+	uint32		now = (uint32) time(NULL);
+	int			total = 0;
+	int			in_db = 0;
+	MvClaim		claimed = MV_CLAIM_FULL;
+
+	if (slot == NULL)
+		return MV_CLAIM_FULL;
+	LWLockAcquire(read_counts->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < MV_STATS_SLOTS; i++)
+	{
+		ReadCountSlot *s = &read_counts->slots[i];
+
+		if (s->dboid == InvalidOid || !refresh_busy(s, now))
+			continue;
+		total++;
+		if (s->dboid == MyDatabaseId)
+			in_db++;
+	}
+	if (refresh_busy(slot, now))
+		claimed = MV_CLAIM_BUSY;
+	else if (total < max_total && in_db < max_db)
+	{
+		pg_atomic_write_u32(&slot->refresh_queued, now);
+		claimed = MV_CLAIM_OK;
+	}
+	LWLockRelease(read_counts->lock);
+	return claimed;
+}
+
+/*
+ * The refresh worker of viewid in dboid started (pid, its own), or ended
+ * (0: clears its own pid only, not that of a worker that took over a
+ * claim), or was never started (0 from the tick: clears the queue mark).
+ */
+void
+MvSetRefresher(Oid dboid, Oid viewid, int pid)
+{
+	ReadCountSlot *slot = find_slot_in(dboid, viewid, false);
+	uint32		mine = (uint32) MyProcPid;
+
+	if (slot == NULL)
+		return;
+	if (pid != 0)
+		pg_atomic_write_u32(&slot->refresh_pid, (uint32) pid);
+	else
+		(void) pg_atomic_compare_exchange_u32(&slot->refresh_pid, &mine, 0);
+	pg_atomic_write_u32(&slot->refresh_queued, 0);
+}
+
+/* Ask the automatic refreshes running in dboid to stop (DROP DATABASE) */
+void
+MvStopRefreshersOf(Oid dboid)
+{
+	if (read_counts == NULL)
+		return;
+	LWLockAcquire(read_counts->lock, LW_SHARED);
+	for (int i = 0; i < MV_STATS_SLOTS; i++)
+	{
+		ReadCountSlot *s = &read_counts->slots[i];
+		uint32		pid = pg_atomic_read_u32(&s->refresh_pid);
+
+		if (s->dboid == dboid && pid != 0)
+			(void) kill((pid_t) pid, SIGTERM);
+	}
+	LWLockRelease(read_counts->lock);
 }

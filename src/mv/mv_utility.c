@@ -15,6 +15,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
 #include "commands/tablecmds.h"
@@ -53,6 +54,7 @@ typedef struct MvOptions
 	bool		present;		/* mvinc.incremental was given */
 	bool		incremental;
 	char	   *cluster_by;
+	char	   *refresh_interval;
 	List	   *rest;			/* the options for PostgreSQL */
 } MvOptions;
 
@@ -76,10 +78,96 @@ split_options(List *options)
 		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
 				 strcmp(d->defname, "cluster_by") == 0)
 			o.cluster_by = defGetString(d);
+		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+				 strcmp(d->defname, "refresh_interval") == 0)
+			o.refresh_interval = defGetString(d);
 		else
 			o.rest = lappend(o.rest, d);
 	}
 	return o;
+}
+
+/*
+ * ALTER MATERIALIZED VIEW v SET / RESET (mvinc.refresh_interval ..): the
+ * mvinc options are applied here and taken out of the statement, which
+ * PostgreSQL would refuse (it knows no "mvinc" namespace).  Returns false
+ * when the statement has none; else *pstmt becomes what is left for
+ * PostgreSQL, or NULL when nothing is.
+ */
+static bool
+take_mvinc_options(PlannedStmt **pstmt)
+{
+	PlannedStmt *copy = copyObject(*pstmt);
+	AlterTableStmt *stmt = (AlterTableStmt *) copy->utilityStmt;
+	List	   *cmds = NIL;
+	bool		found = false;
+	Oid			viewid = InvalidOid;
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		List	   *rest = NIL;
+		ListCell   *lo;
+
+		if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions)
+		{
+			cmds = lappend(cmds, cmd);
+			continue;
+		}
+		foreach(lo, (List *) cmd->def)
+		{
+			DefElem    *d = lfirst(lo);
+
+			if (d->defnamespace == NULL || strcmp(d->defnamespace, "mvinc") != 0)
+			{
+				rest = lappend(rest, d);
+				continue;
+			}
+			if (!found)
+			{
+				found = true;
+				if (stmt->objtype != OBJECT_MATVIEW)
+					return false;	/* PostgreSQL refuses the namespace */
+				viewid = RangeVarGetRelidExtended(stmt->relation, ShareUpdateExclusiveLock,
+												  stmt->missing_ok ? RVR_MISSING_OK : 0,
+												  RangeVarCallbackOwnsRelation, NULL);
+				if (!OidIsValid(viewid))
+					return false;	/* IF EXISTS: PostgreSQL says so */
+				if (!MvIsIncrementalView(viewid))
+					ereport(ERROR,
+							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+							 errmsg("option \"mvinc.%s\" is only for incremental materialized views",
+									d->defname),
+							 errdetail("\"%s\" is not one.", stmt->relation->relname)));
+			}
+			if (strcmp(d->defname, "refresh_interval") == 0)
+				MvSetRefreshInterval(viewid, cmd->subtype == AT_SetRelOptions ?
+									 defGetString(d) : NULL);
+			else if (strcmp(d->defname, "incremental") == 0 ||
+					 strcmp(d->defname, "cluster_by") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change option \"mvinc.%s\" of an existing materialized view",
+								d->defname),
+						 errhint("Drop the view and create it again with the option you want.")));
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unrecognized parameter \"mvinc.%s\"", d->defname),
+						 errhint("Incremental materialized views take \"mvinc.refresh_interval\" in ALTER MATERIALIZED VIEW .. SET.")));
+		}
+		if (rest != NIL)
+		{
+			cmd->def = (Node *) rest;
+			cmds = lappend(cmds, cmd);
+		}
+	}
+	if (!found)
+		return false;
+	stmt->cmds = cmds;
+	*pstmt = cmds != NIL ? copy : NULL;
+	return true;
 }
 
 /* CREATE MATERIALIZED VIEW ... WITH (mvinc.incremental = true) */
@@ -139,6 +227,8 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 
 	viewid = RangeVarGetRelid(into->rel, AccessExclusiveLock, false);
 	MvCatalogInsert(viewid, def, pg_get_querydef(query, false), o->cluster_by);
+	if (o->refresh_interval)
+		MvSetRefreshInterval(viewid, o->refresh_interval);
 	CommandCounterIncrement();
 	MvCreateStorage(viewid, def, o->cluster_by);
 	CommandCounterIncrement();
@@ -364,12 +454,13 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		CreateTableAsStmt *stmt = (CreateTableAsStmt *) parsetree;
 		MvOptions	o = split_options(stmt->into->options);
 
-		if (o.present || o.cluster_by)
+		if (o.present || o.cluster_by || o.refresh_interval)
 		{
-			if (!o.incremental && o.cluster_by)
+			if (!o.incremental && (o.cluster_by || o.refresh_interval))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("option \"mvinc.cluster_by\" requires \"mvinc.incremental = true\"")));
+						 errmsg("option \"mvinc.%s\" requires \"mvinc.incremental = true\"",
+								o.cluster_by ? "cluster_by" : "refresh_interval")));
 			if (o.incremental)
 			{
 				create_incremental(pstmt, stmt, &o, queryString, readOnlyTree, context,
@@ -417,6 +508,20 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				refuse_new_child((RangeVar *) cmd->def, stmt->relation->relname);
 		}
 		refuse_source_alter(stmt);
+		if (take_mvinc_options(&pstmt))
+		{
+			if (pstmt == NULL)
+				return;
+			readOnlyTree = false;
+		}
+	}
+	else if (IsA(parsetree, DropdbStmt))
+	{
+		Oid			dboid = get_database_oid(((DropdbStmt *) parsetree)->dbname, true);
+
+		/* its automatic refreshes would keep the database busy */
+		if (OidIsValid(dboid))
+			MvStopRefreshersOf(dboid);
 	}
 	else if (IsA(parsetree, ReassignOwnedStmt) && MvincExtensionReady())
 	{
