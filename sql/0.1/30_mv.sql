@@ -24,6 +24,8 @@ CREATE TABLE mvinc.mv_view (
     append_rows         bigint NOT NULL DEFAULT 0,  -- state rows in <storage_name>_append
     last_refresh        timestamptz,
     last_mode           text,
+    last_changes        bigint,             -- changes the last refresh applied
+    last_duration_ms    float8,             -- how long it took (after its lock)
     -- automatic refresh (mv_scheduler.c): NULL = only when asked
     refresh_interval    interval CHECK (refresh_interval BETWEEN interval '0' AND interval '10 years'),
     refresh_failures    integer NOT NULL DEFAULT 0,  -- automatic ones in a row
@@ -124,6 +126,8 @@ CREATE VIEW mvinc.views AS
     SELECT v.view, v.source, v.kind, v.checkpoint_lsn,
            mvinc._pending_changes(v.view) AS pending_changes,
            v.last_refresh, v.last_mode AS last_refresh_mode,
+           v.last_changes AS last_refresh_changes,
+           v.last_duration_ms AS last_refresh_ms,
            mvinc._storage_rows(v.view) AS storage_rows,
            v.append_rows,
            v.populated,

@@ -132,7 +132,8 @@ extern List *MvViewsOfSource(Oid relid);
 extern void MvCatalogInsert(Oid viewid, MvDef *def, const char *definition,
 							const char *cluster_by);
 extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
-								   const char *mode, bool populated, int64 append_rows);
+								   const char *mode, bool populated, int64 append_rows,
+								   int64 changes, TimestampTz started);
 extern void MvCatalogSetAppendRows(Oid viewid, int64 append_rows);
 extern char *MvAppendTableName(const char *storage_name);
 extern Oid	MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by);

@@ -461,11 +461,12 @@ MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name)
 /* Commit point of a refresh: the new checkpoint, in the refresh's transaction */
 void
 MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
-					   const char *mode, bool populated, int64 append_rows)
+					   const char *mode, bool populated, int64 append_rows,
+					   int64 changes, TimestampTz started)
 {
-	Oid			types[6] = {OIDOID, TEXTOID, LSNOID, TEXTOID, BOOLOID, INT8OID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[8] = {OIDOID, TEXTOID, LSNOID, TEXTOID, BOOLOID, INT8OID, INT8OID, FLOAT8OID};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = ObjectIdGetDatum(viewid);
 	if (snapshot)
@@ -478,12 +479,17 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 	values[3] = CStringGetTextDatum(mode);
 	values[4] = BoolGetDatum(populated);
 	values[5] = Int64GetDatum(append_rows);
+	values[6] = Int64GetDatum(changes);
+	nulls[6] = changes < 0 ? 'n' : ' ';
+	values[7] = Float8GetDatum((GetCurrentTimestamp() - started) / 1000.0);
+	nulls[7] = started == 0 ? 'n' : ' ';
 	MvSpiConnect();
 	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET checkpoint_snapshot = $2::pg_snapshot, "
 							  "checkpoint_lsn = $3, last_refresh = clock_timestamp(), "
 							  "last_mode = $4, populated = $5, built_generation = source_generation, "
-							  "append_rows = $6 WHERE view = $1::regclass",
-							  6, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
+							  "append_rows = $6, last_changes = $7, last_duration_ms = $8 "
+							  "WHERE view = $1::regclass",
+							  8, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)
 		elog(ERROR, "could not update the checkpoint of view %u", viewid);
 	MvSpiFinish();

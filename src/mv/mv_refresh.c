@@ -424,6 +424,7 @@ typedef struct RefreshCtx
 	XLogRecPtr	target;			/* T */
 	char	   *delta;			/* WHERE of the consumed change-log rows (alias s) */
 	bool		own_modified;	/* this transaction changed the source */
+	TimestampTz started;		/* when the refresh began (after its lock) */
 } RefreshCtx;
 
 /* Rebuild the storage from the source under S' */
@@ -822,6 +823,7 @@ refresh_setup(Oid viewid)
 
 	/* Two refreshes of one view serialize here; readers are not blocked */
 	LockRelationOid(viewid, ExclusiveLock);
+	rc->started = GetCurrentTimestamp();
 	rc->viewid = viewid;
 	rc->cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
 	if (rc->cat == NULL)
@@ -899,7 +901,8 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	res->from_lsn = InvalidXLogRecPtr;
 	res->to_lsn = rc->before;
 	MvSetConsumer(source, MvConsumerName(rc->viewid), rc->before);
-	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, rc->before, "initial", true, 0);
+	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, rc->before, "initial", true, 0,
+						   -1, rc->started);
 }
 
 #ifdef USE_ASSERT_CHECKING
@@ -1052,7 +1055,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	}
 	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
 	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true,
-						   rc->cat->append_rows);
+						   rc->cat->append_rows, res->changes, rc->started);
 	MvCompactLater(rc->viewid, rc->cat->storage_oid, rc->cat->append_rows);
 	ereport(DEBUG1,
 			(errmsg_internal("refresh of \"%s\": %s, %lld changes, %.1f ms waiting for capture, %.1f ms in all",
@@ -1098,7 +1101,7 @@ MvRefreshNoData(Oid viewid)
 	PG_END_TRY();
 	MvSpiFinish();
 	MvDropConsumer(cat->sourceid, MvConsumerName(viewid));
-	MvCatalogSetCheckpoint(viewid, NULL, InvalidXLogRecPtr, "no data", false, 0);
+	MvCatalogSetCheckpoint(viewid, NULL, InvalidXLogRecPtr, "no data", false, 0, -1, 0);
 	rel = table_open(viewid, AccessExclusiveLock);
 	SetMatViewPopulatedState(rel, false);
 	table_close(rel, NoLock);

@@ -31,7 +31,8 @@ UPDATE ar_src SET v = v + 1 WHERE id = 2;
 COMMIT;
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT ar_wait($$SELECT pending_changes = 0 FROM mvinc.views WHERE view = 'ar_v'::regclass$$) AS refreshed;
-SELECT last_refresh_mode FROM mvinc.views WHERE view = 'ar_v'::regclass;
+SELECT last_refresh_mode, last_refresh_changes, last_refresh_ms >= 0 AS timed
+  FROM mvinc.views WHERE view = 'ar_v'::regclass;
 SELECT count(*) AS differences FROM ((TABLE ar_v EXCEPT ALL SELECT g, sum(v), count(*) FROM ar_src GROUP BY g)
   UNION ALL (SELECT g, sum(v), count(*) FROM ar_src GROUP BY g EXCEPT ALL TABLE ar_v)) d;
 SELECT mvinc.read_path('ar_v');
