@@ -111,6 +111,7 @@ extern void MvEndInternal(MvInternal *save);
 extern void MvSpiConnect(void);
 extern void MvSpiFinish(void);
 extern bool MvincExtensionReady(void);
+extern bool MvStartViewWorker(Oid viewid, const char *function, const char *type);
 extern Oid	MvincSchemaOid(void);
 
 /* mv_analyze.c */

@@ -74,27 +74,6 @@ MvCompactLater(Oid viewid, Oid storage_oid, int64 append_rows)
 	MemoryContextSwitchTo(old);
 }
 
-/* Start the worker that folds viewid's append rows; false if none free */
-static bool
-start_compactor(Oid viewid)
-{
-	BackgroundWorker bgw;
-
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mvinc");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "MvincCompactorMain");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "mvinc compactor for view %u", viewid);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mvinc compactor");
-	bgw.bgw_main_arg = ObjectIdGetDatum(viewid);
-	memcpy(bgw.bgw_extra, &MyDatabaseId, sizeof(Oid));
-	bgw.bgw_notify_pid = 0;
-	/* no handle: nothing may be allocated (or fail) after the commit record */
-	return RegisterDynamicBackgroundWorker(&bgw, NULL);
-}
-
 static void
 compactor_xact_callback(XactEvent event, void *arg)
 {
@@ -109,7 +88,7 @@ compactor_xact_callback(XactEvent event, void *arg)
 			/* one queued at a time: a queued one folds this refresh's rows too */
 			if (!MvClaimCompactor(lfirst_oid(lc)))
 				continue;
-			if (start_compactor(lfirst_oid(lc)))
+			if (MvStartViewWorker(lfirst_oid(lc), "MvincCompactorMain", "mvinc compactor"))
 				continue;
 			MvReleaseCompactor(MyDatabaseId, lfirst_oid(lc));
 			ereport(LOG,

@@ -12,6 +12,7 @@
 #include "executor/spi.h"
 #include "catalog/pg_authid.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "utils/guc.h"
 #include "commands/extension.h"
 #include "utils/lsyscache.h"
@@ -192,4 +193,29 @@ MvincMvInit(void)
 	MvRefreshInit();
 	RegisterXactCallback(mv_xact_callback, NULL);
 	RegisterSubXactCallback(mv_subxact_callback, NULL);
+}
+
+/*
+ * Start a background worker of this library for one view of this
+ * database (function gets the view, bgw_extra the database); false when
+ * no worker slot is free.  No handle: nothing is allocated (a caller may
+ * run after its commit record), nothing waits for the worker.
+ */
+bool
+MvStartViewWorker(Oid viewid, const char *function, const char *type)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mvinc");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "%s for view %u", type, viewid);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "%s", type);
+	bgw.bgw_main_arg = ObjectIdGetDatum(viewid);
+	memcpy(bgw.bgw_extra, &MyDatabaseId, sizeof(Oid));
+	bgw.bgw_notify_pid = 0;
+	return RegisterDynamicBackgroundWorker(&bgw, NULL);
 }

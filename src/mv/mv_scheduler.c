@@ -136,27 +136,6 @@ has_pending(Oid viewid)
 	return kind != MV_DELTA_NONE;
 }
 
-/* Start a refresh worker for viewid; false when no worker slot is free */
-static bool
-start_refresher(Oid viewid)
-{
-	BackgroundWorker bgw;
-
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mvinc");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "MvincRefresherMain");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "mvinc refresh of view %u", viewid);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mvinc refresh");
-	bgw.bgw_main_arg = ObjectIdGetDatum(viewid);
-	memcpy(bgw.bgw_extra, &MyDatabaseId, sizeof(Oid));
-	bgw.bgw_notify_pid = 0;
-	/* no handle: nothing to allocate, nothing to wait for */
-	return RegisterDynamicBackgroundWorker(&bgw, NULL);
-}
-
 /*
  * The views due for an automatic refresh that have pending changes, most
  * overdue first; *min_interval_ms gets the shortest interval of any
@@ -287,7 +266,7 @@ scheduler_tick(void)
 			break;
 		if (claim == MV_CLAIM_BUSY)
 			continue;
-		if (start_refresher(viewid))
+		if (MvStartViewWorker(viewid, "MvincRefresherMain", "mvinc refresh"))
 			continue;
 		MvSetRefresher(MyDatabaseId, viewid, 0);
 		if (TimestampDifferenceExceeds(last_no_slot, now, 60000))
