@@ -487,7 +487,8 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 	if (SPI_execute_with_args("UPDATE mvinc.mv_view SET checkpoint_snapshot = $2::pg_snapshot, "
 							  "checkpoint_lsn = $3, last_refresh = clock_timestamp(), "
 							  "last_mode = $4, populated = $5, built_generation = source_generation, "
-							  "append_rows = $6, last_changes = $7, last_duration_ms = $8 "
+							  "append_rows = $6, last_changes = $7, last_duration_ms = $8, "
+							  "refresh_failures = 0, last_error = NULL, retry_after = NULL "
 							  "WHERE view = $1::regclass",
 							  8, types, values, nulls, false, 0) != SPI_OK_UPDATE ||
 		SPI_processed != 1)

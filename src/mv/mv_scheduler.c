@@ -27,12 +27,16 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
@@ -41,7 +45,9 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "mv/mv.h"
@@ -49,6 +55,10 @@
 static int	mvinc_max_refresh_workers = 2;
 static int	mvinc_max_refresh_workers_per_db = 1;
 static int	mvinc_refresh_log_level = DEBUG1;
+static int	mvinc_max_pending_changes = 10000000;
+
+/* How often the tick looks for views past mvinc.max_pending_changes */
+#define PENDING_CHECK_MS 5000
 
 static const struct config_enum_entry log_level_options[] = {
 	{"debug5", DEBUG5, false},
@@ -137,6 +147,110 @@ has_pending(Oid viewid)
 }
 
 /*
+ * Can the change log hold more than max rows?  Its estimate when it has
+ * one, else its size at the most rows a page can hold: the exact count
+ * that follows reads up to max index entries, so only when it may pass.
+ */
+static bool
+log_may_exceed(Oid changelog, int64 max)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(changelog));
+	float4		reltuples;
+	Relation	rel;
+	BlockNumber pages;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	ReleaseSysCache(tup);
+	if (reltuples >= 0 && reltuples <= max)
+		return false;
+	rel = table_open(changelog, AccessShareLock);
+	pages = RelationGetNumberOfBlocks(rel);
+	table_close(rel, AccessShareLock);
+	return (int64) pages * MaxHeapTuplesPerPage > max;
+}
+
+/*
+ * A view never refreshed would keep its source's change log growing
+ * without bound: past mvinc.max_pending_changes rows after its checkpoint,
+ * it lets them go (it stops consuming) and becomes stale: reads run its
+ * query and its next refresh is full.  A view being refreshed is left
+ * alone (that refresh consumes them).
+ */
+static void
+cap_pending(void)
+{
+	List	   *views = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+	ListCell   *lc;
+
+	if (mvinc_max_pending_changes <= 0)
+		return;
+	MvSpiConnect();
+	if (SPI_execute("SELECT view, source, checkpoint_lsn FROM mvinc.mv_view "
+					"WHERE populated AND built_generation = source_generation "
+					"AND checkpoint_lsn IS NOT NULL", true, 0) == SPI_OK_SELECT)
+	{
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	t = SPI_tuptable->vals[i];
+			bool		isnull;
+			MemoryContext spi = MemoryContextSwitchTo(outer);
+			List	   *v = list_make2_oid(DatumGetObjectId(SPI_getbinval(t, SPI_tuptable->tupdesc, 1, &isnull)),
+										   DatumGetObjectId(SPI_getbinval(t, SPI_tuptable->tupdesc, 2, &isnull)));
+
+			v = lappend(v, pstrdup(SPI_getvalue(t, SPI_tuptable->tupdesc, 3)));
+			views = lappend(views, v);
+			MemoryContextSwitchTo(spi);
+		}
+	}
+	foreach(lc, views)
+	{
+		List	   *v = lfirst(lc);
+		Oid			viewid = linitial_oid(v);
+		Oid			source = lsecond_oid(v);
+		char	   *from = lthird(v);
+		Oid			changelog = MvChangeLogRelid(source);
+		int64		pending;
+		bool		isnull;
+		char	   *why;
+
+		if (!OidIsValid(changelog) || !log_may_exceed(changelog, mvinc_max_pending_changes))
+			continue;
+		if (SPI_execute(psprintf("SELECT pg_catalog.count(*) FROM (SELECT FROM %s WHERE _mvinc_lsn > %s "
+								 "LIMIT %d) s", MvSourceName(changelog), quote_literal_cstr(from),
+								 mvinc_max_pending_changes + 1), true, 0) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			continue;
+		pending = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											  &isnull));
+		if (pending <= mvinc_max_pending_changes ||
+			!ConditionalLockRelationOid(viewid, ExclusiveLock))
+			continue;
+		why = psprintf("more than %d changes were pending (mvinc.max_pending_changes): "
+					   "the view reads its query until a full refresh", mvinc_max_pending_changes);
+		MvCatalogMarkStale(viewid);
+		MvDropConsumer(source, MvConsumerName(viewid));
+		{
+			Oid			types[2] = {OIDOID, TEXTOID};
+			Datum		values[2] = {ObjectIdGetDatum(viewid), CStringGetTextDatum(why)};
+
+			SPI_execute_with_args("UPDATE mvinc.mv_view SET last_error = $2 "
+								  "WHERE view = $1::pg_catalog.regclass",
+								  2, types, values, NULL, false, 0);
+		}
+		ereport(WARNING,
+				(errmsg("materialized view \"%s\" stops keeping its pending changes",
+						get_rel_name(viewid)),
+				 errdetail("More than %d changes of its source wait past its last refresh (mvinc.max_pending_changes).",
+						   mvinc_max_pending_changes),
+				 errhint("Its reads run its query until a refresh, which will be full; refresh it regularly (mvinc.refresh_interval).")));
+	}
+	MvSpiFinish();
+}
+
+/*
  * The views due for an automatic refresh that have pending changes, most
  * overdue first; *min_interval_ms gets the shortest interval of any
  * scheduled view (-1: none).
@@ -204,6 +318,7 @@ scheduler_tick(void)
 	static TimestampTz last_tick = 0;
 	static long period_ms = 1000;
 	static TimestampTz last_no_slot = 0;
+	static TimestampTz last_cap = 0;
 	TimestampTz now = GetCurrentTimestamp();
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext tick_cxt;
@@ -234,8 +349,14 @@ scheduler_tick(void)
 			get_attnum(catalog, "refresh_interval") != InvalidAttrNumber &&
 			ConditionalLockRelationOid(catalog, AccessShareLock))
 		{
-			List	   *views = due_views(&min_interval_ms);
+			List	   *views;
 
+			if (TimestampDifferenceExceeds(last_cap, now, PENDING_CHECK_MS))
+			{
+				last_cap = now;
+				cap_pending();
+			}
+			views = due_views(&min_interval_ms);
 			MemoryContextSwitchTo(tick_cxt);
 			due = list_copy(views);
 		}
@@ -294,7 +415,7 @@ record_outcome(Oid viewid, const char *error)
 	if (error == NULL)
 		SPI_execute_with_args("UPDATE mvinc.mv_view SET refresh_failures = 0, last_error = NULL, "
 							  "retry_after = NULL WHERE view = $1::pg_catalog.regclass "
-							  "AND (refresh_failures <> 0 OR retry_after IS NOT NULL)",
+							  "AND (refresh_failures <> 0 OR retry_after IS NOT NULL OR last_error IS NOT NULL)",
 							  1, types, values, nulls, false, 0);
 	else
 		SPI_execute_with_args("UPDATE mvinc.mv_view SET refresh_failures = refresh_failures + 1, "
@@ -455,6 +576,11 @@ MvSchedulerInit(void)
 	DefineCustomIntVariable("mvinc.max_refresh_workers_per_database",
 							"Automatic refreshes that may run at the same time in one database.",
 							NULL, &mvinc_max_refresh_workers_per_db, 1, 1, 1024,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mvinc.max_pending_changes",
+							"Change-log rows past a view's last refresh after which the view lets them go (0: no limit).",
+							"The view then reads its query until its next refresh, which is full.",
+							&mvinc_max_pending_changes, 10000000, 0, INT_MAX - 1,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("mvinc.refresh_log_level",
 							 "Level of the log line each automatic refresh writes.",

@@ -105,6 +105,25 @@ SELECT ar_wait($$SELECT pending_changes = 0 AND refresh_failures = 0 FROM mvinc.
   AS recovered;
 SELECT last_error, (SELECT n FROM ar_w WHERE g = 1) AS n FROM mvinc.views WHERE view = 'ar_w'::regclass;
 
+-- a view nobody refreshes lets its changes go past mvinc.max_pending_changes
+ALTER SYSTEM SET mvinc.max_pending_changes = 5;
+SELECT pg_reload_conf();
+CREATE MATERIALIZED VIEW ar_cap WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n FROM ar_src GROUP BY g;
+INSERT INTO ar_src SELECT i, i % 5, i FROM generate_series(200, 220) i;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT ar_wait($$SELECT last_error IS NOT NULL FROM mvinc.views WHERE view = 'ar_cap'::regclass$$) AS let_go;
+SELECT last_error, mvinc.read_path('ar_cap') FROM mvinc.views WHERE view = 'ar_cap'::regclass;
+SELECT count(*) AS consumers FROM mvinc.consumers WHERE consumer = 'mv_' || 'ar_cap'::regclass::oid;
+SELECT mode FROM mvinc.refresh('ar_cap');
+SELECT last_error, mvinc.read_path('ar_cap') FROM mvinc.views WHERE view = 'ar_cap'::regclass;
+SELECT count(*) AS consumers FROM mvinc.consumers WHERE consumer = 'mv_' || 'ar_cap'::regclass::oid;
+SELECT count(*) AS differences FROM ((TABLE ar_cap EXCEPT ALL SELECT g, count(*) FROM ar_src GROUP BY g)
+  UNION ALL (SELECT g, count(*) FROM ar_src GROUP BY g EXCEPT ALL TABLE ar_cap)) d;
+ALTER SYSTEM RESET mvinc.max_pending_changes;
+SELECT pg_reload_conf();
+DROP MATERIALIZED VIEW ar_cap;
+
 -- WITH NO DATA: not refreshed automatically (REFRESH populates it)
 CREATE MATERIALIZED VIEW ar_nodata WITH (mvinc.incremental = true, mvinc.refresh_interval = '0') AS
   SELECT g, count(*) AS n FROM ar_src GROUP BY g WITH NO DATA;
