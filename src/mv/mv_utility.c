@@ -170,6 +170,64 @@ take_mvinc_options(PlannedStmt **pstmt)
 	return true;
 }
 
+/*
+ * Code attached to a table of schema mvinc (a view's storage or append
+ * table, which the view's owner owns; change logs; the catalog) would run
+ * inside refreshes and compactions, which write those tables as the
+ * bootstrap superuser: a view owner's trigger, rule, index expression or
+ * column default there would run with superuser rights.  Only superusers
+ * (and mvinc itself, which acts as one) may add or change them.
+ */
+static void
+refuse_mvinc_table_ddl(Node *parsetree)
+{
+	RangeVar   *rv = NULL;
+	const char *what = NULL;
+	Oid			relid;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_CreateTrigStmt:
+			rv = ((CreateTrigStmt *) parsetree)->relation;
+			what = "create a trigger on";
+			break;
+		case T_RuleStmt:
+			rv = ((RuleStmt *) parsetree)->relation;
+			what = "create a rule on";
+			break;
+		case T_IndexStmt:
+			rv = ((IndexStmt *) parsetree)->relation;
+			what = "create an index on";
+			break;
+		case T_CreateStatsStmt:
+			if (list_length(((CreateStatsStmt *) parsetree)->relations) == 1 &&
+				IsA(linitial(((CreateStatsStmt *) parsetree)->relations), RangeVar))
+				rv = linitial(((CreateStatsStmt *) parsetree)->relations);
+			what = "create statistics on";
+			break;
+		case T_CreatePolicyStmt:
+			rv = ((CreatePolicyStmt *) parsetree)->table;
+			what = "create a policy on";
+			break;
+		case T_AlterTableStmt:
+			rv = ((AlterTableStmt *) parsetree)->relation;
+			what = "alter";
+			break;
+		default:
+			return;
+	}
+	if (rv == NULL || superuser() || !MvincExtensionReady())
+		return;
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	if (!OidIsValid(relid) || get_rel_namespace(relid) != MvincSchemaOid())
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot %s \"mvinc.%s\"", what, get_rel_name(relid)),
+			 errdetail("mvinc writes the tables of its schema with its own rights; code attached to them would run with those rights."),
+			 errhint("Only a superuser may change them.")));
+}
+
 /* CREATE MATERIALIZED VIEW ... WITH (mvinc.incremental = true) */
 static void
 create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
@@ -448,6 +506,7 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	refuse_mvinc_table_ddl(parsetree);
 	if (IsA(parsetree, CreateTableAsStmt) &&
 		((CreateTableAsStmt *) parsetree)->objtype == OBJECT_MATVIEW)
 	{

@@ -104,6 +104,29 @@ DELETE FROM p_own_src WHERE id = 11;
 SELECT mode FROM mvinc.refresh('p_own');
 SELECT g, s, mx, n FROM p_own ORDER BY g;
 SELECT mvinc.read_path('p_own');
+-- the owner owns the storage, which refreshes write with mvinc's rights:
+-- no code of the owner's may be attached to it (it would run with them)
+RESET ROLE;
+SELECT storage_name AS p_storage FROM mvinc.mv_view WHERE view = 'p_own'::regclass \gset
+SET ROLE p_owner;
+CREATE FUNCTION p_own_trig() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE FUNCTION p_try(cmd text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE cmd;
+  RETURN 'allowed';
+EXCEPTION WHEN insufficient_privilege THEN
+  RETURN 'refused: ' || regexp_replace(SQLERRM, 'mv_[0-9]+', 'mv_N', 'g');
+END $$;
+SELECT p_try(format(c, :'p_storage')) FROM unnest(ARRAY[
+  'CREATE TRIGGER p_t BEFORE INSERT ON mvinc.%I FOR EACH ROW EXECUTE FUNCTION p_own_trig()',
+  'CREATE TRIGGER p_t BEFORE INSERT ON mvinc.%I_append FOR EACH ROW EXECUTE FUNCTION p_own_trig()',
+  'CREATE RULE p_r AS ON INSERT TO mvinc.%I DO ALSO NOTIFY p_own',
+  'CREATE INDEX ON mvinc.%I ((k1 + 0))',
+  'CREATE STATISTICS p_st ON k1, _mvinc_count FROM mvinc.%I',
+  'ALTER TABLE mvinc.%I ADD COLUMN extra int DEFAULT 0',
+  'ALTER TABLE mvinc.%I OWNER TO p_reader']) c;
+DROP FUNCTION p_try(text);
+DROP FUNCTION p_own_trig();
 DROP MATERIALIZED VIEW p_own;
 DROP TABLE p_own_src;
 RESET ROLE;
