@@ -136,9 +136,10 @@ has_pending(Oid viewid)
 		return false;
 	if (cat->built_generation != cat->source_generation)
 		return true;
+	/* restored without its storage or tracking: a refresh adopts it */
 	changelog = MvChangeLogRelid(cat->sourceid);
-	if (!OidIsValid(changelog))
-		return false;
+	if (!OidIsValid(changelog) || !OidIsValid(cat->storage_oid))
+		return true;
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	kind = MvDeltaVisible(changelog, cat->checkpoint_lsn, MvSnapshotText(latest, false),
 						  cat->checkpoint_snapshot, latest, false);

@@ -77,7 +77,10 @@ $node->command_ok(
 	'it restores again, in a single transaction (views not adopted yet)');
 is($node->safe_psql('restored2', $check), '0', 'unadopted views answer their queries');
 is($node->safe_psql('restored2', "SELECT mvinc.read_path('by_customer')"), 'live', 'through the live path');
-$node->safe_psql('restored2', "REFRESH MATERIALIZED VIEW by_customer; REFRESH MATERIALIZED VIEW big;");
+$node->safe_psql('restored2', "ALTER MATERIALIZED VIEW big SET (mvinc.refresh_interval = '0')");
+ok($node->poll_query_until('restored2', "SELECT last_refresh_mode = 'initial' FROM mvinc.views WHERE view = 'big'::regclass"),
+	'a scheduled view not adopted yet is adopted by its automatic refresh');
+$node->safe_psql('restored2', "REFRESH MATERIALIZED VIEW by_customer;");
 is($node->safe_psql('restored2', "SELECT string_agg(last_refresh_mode, ',' ORDER BY view::text) FROM mvinc.views"),
 	'initial,initial', 'the next REFRESH adopts them');
 is($node->safe_psql('restored2', $check), '0', 'twice-restored views equal their queries');
