@@ -54,6 +54,22 @@ SELECT count(*) AS rows_in_query_not_in_view FROM (
 
 -- The same native REFRESH works too, and the view is listed with its state.
 REFRESH MATERIALIZED VIEW paid_orders_by_customer;
+
+-- Or the view refreshes on its own: here as soon as changes are captured
+-- (an interval such as '30s' waits that long since the last refresh).
+ALTER MATERIALIZED VIEW paid_orders_by_customer SET (mvinc.refresh_interval = '0');
+INSERT INTO orders (customer_id, amount, paid) VALUES (3, 5.00, true);
+DO $$
+BEGIN
+  PERFORM mvinc.wait_for_capture();
+  FOR i IN 1 .. 200 LOOP
+    EXIT WHEN (SELECT pending_changes = 0 FROM mvinc.views
+               WHERE view = 'paid_orders_by_customer'::regclass);
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+END $$;
+SELECT last_refresh_mode, last_refresh_changes, pending_changes, refresh_interval
+  FROM mvinc.views WHERE view = 'paid_orders_by_customer'::regclass;
 \x on
 SELECT * FROM mvinc.views;
 -- The capture worker that feeds the change log from the WAL.

@@ -125,6 +125,11 @@ REVOKE ALL ON FUNCTION mvinc.reset_read_counts(regclass) FROM PUBLIC;
 CREATE VIEW mvinc.views AS
     SELECT v.view, v.source, v.kind, v.checkpoint_lsn,
            mvinc._pending_changes(v.view) AS pending_changes,
+           -- WAL written since the view's checkpoint (all tables')
+           CASE WHEN NOT pg_catalog.pg_is_in_recovery()
+                THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_insert_lsn(),
+                                                v.checkpoint_lsn)::bigint
+           END AS wal_bytes_behind,
            v.last_refresh, v.last_mode AS last_refresh_mode,
            v.last_changes AS last_refresh_changes,
            v.last_duration_ms AS last_refresh_ms,
