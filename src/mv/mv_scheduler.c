@@ -94,22 +94,21 @@ MvSetRefreshInterval(Oid viewid, const char *interval)
 															   Int32GetDatum(-1)));
 		Interval	zero = {0};
 		Interval	most = {0};
+		bool		negative;
 
 		most.month = 10 * MONTHS_PER_YEAR;
-		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(iv),
-											 IntervalPGetDatum(&zero))))
+		negative = DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(iv),
+													IntervalPGetDatum(&zero)));
+		if (negative || DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(iv),
+														 IntervalPGetDatum(&most))))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid value for option \"mvinc.refresh_interval\": \"%s\"", interval),
-					 errdetail("The interval is negative."),
-					 errhint("Give 0 to refresh as soon as changes are captured, or RESET the option to refresh only when asked.")));
-		if (DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(iv),
-											 IntervalPGetDatum(&most))))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for option \"mvinc.refresh_interval\": \"%s\"", interval),
-					 errdetail("The interval is longer than 10 years."),
-					 errhint("RESET the option to refresh only when asked.")));
+					 errdetail(negative ? "The interval is negative." :
+							   "The interval is longer than 10 years."),
+					 errhint(negative ?
+							 "Give 0 to refresh as soon as changes are captured, or RESET the option to refresh only when asked." :
+							 "RESET the option to refresh only when asked.")));
 	}
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = interval ? CStringGetTextDatum(interval) : (Datum) 0;
@@ -266,35 +265,31 @@ due_views(long *min_interval_ms)
 
 	*min_interval_ms = -1;
 	MvSpiConnect();
-	if (SPI_execute("SELECT pg_catalog.date_part('epoch', pg_catalog.min(refresh_interval)) * 1000 "
-					"FROM mvinc.mv_view WHERE populated", true, 0) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			*min_interval_ms = (long) DatumGetFloat8(d);
-	}
-	if (*min_interval_ms >= 0 &&
-		SPI_execute("SELECT v.view FROM mvinc.mv_view v "
-					"WHERE v.refresh_interval IS NOT NULL AND v.populated "
-					"AND (v.retry_after IS NULL OR v.retry_after <= pg_catalog.now()) "
+	/* every scheduled view: its interval, and whether it is due */
+	if (SPI_execute("SELECT v.view, "
+					"pg_catalog.date_part('epoch', v.refresh_interval) * 1000, "
+					"(v.retry_after IS NULL OR v.retry_after <= pg_catalog.now()) "
 					"AND (v.last_refresh IS NULL OR "
 					"     v.last_refresh + v.refresh_interval <= pg_catalog.now()) "
+					"FROM mvinc.mv_view v WHERE v.refresh_interval IS NOT NULL AND v.populated "
 					"ORDER BY v.last_refresh + v.refresh_interval NULLS FIRST",
 					true, 0) == SPI_OK_SELECT)
 	{
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
+			HeapTuple	t = SPI_tuptable->vals[i];
 			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+			long		ms = (long) DatumGetFloat8(SPI_getbinval(t, SPI_tuptable->tupdesc, 2, &isnull));
 
-			if (!isnull)
+			if (*min_interval_ms < 0 || ms < *min_interval_ms)
+				*min_interval_ms = ms;
+			if (DatumGetBool(SPI_getbinval(t, SPI_tuptable->tupdesc, 3, &isnull)))
 			{
 				MemoryContext spi = MemoryContextSwitchTo(outer);
 
-				candidates = lappend_oid(candidates, DatumGetObjectId(d));
+				candidates = lappend_oid(candidates,
+										 DatumGetObjectId(SPI_getbinval(t, SPI_tuptable->tupdesc, 1,
+																		&isnull)));
 				MemoryContextSwitchTo(spi);
 			}
 		}
