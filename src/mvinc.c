@@ -33,6 +33,7 @@ _PG_init(void)
 	MvincCaptureInit();
 	MvincMvInit();
 	MvincColfileInit();
+	MvincHistoryInit();
 
 	MarkGUCPrefixReserved("mvinc");
 }

@@ -25,5 +25,6 @@ extern void MvincSetProcStatusFlag(uint8 flag, bool on);
 extern void MvincCaptureInit(void);
 extern void MvincMvInit(void);
 extern void MvincColfileInit(void);
+extern void MvincHistoryInit(void);
 
 #endif							/* MVINC_H */

@@ -18,6 +18,7 @@
 #include "utils/snapshot.h"
 #include "access/tupdesc.h"
 #include "nodes/pg_list.h"
+#include "utils/relcache.h"
 
 /* What a view materializes */
 typedef enum MvKind
@@ -117,6 +118,8 @@ extern Oid	MvincSchemaOid(void);
 /* mv_analyze.c */
 extern MvDef *MvAnalyzeQuery(Query *query, const char *viewname, bool report);
 extern MvDef *MvDefForView(Oid viewid);
+extern MvDef *MvAnalyzeHistoryQuery(Query *query, const char *viewname);
+extern Query *MvMatviewQuery(Relation rel);
 extern bool MvViewReadsChildren(Oid viewid, Oid sourceid);
 extern void MvCheckOwnerCanRead(Oid viewid);
 extern char *MvConsumerName(Oid viewid);
@@ -127,6 +130,7 @@ extern char *MvConsumerName(Oid viewid);
 #define MV_LOOKUP_ACTIVE	2	/* the statement's snapshot (reads) */
 extern MvCatalog *MvCatalogLookup(Oid viewid, int how);
 extern bool MvIsIncrementalView(Oid relid);
+extern bool MvIsHistoryView(Oid relid);
 extern bool MvIsStorageTable(Oid relid);
 extern bool MvIsSource(Oid relid);
 extern List *MvViewsOfSource(Oid relid);

@@ -42,6 +42,7 @@
 #include "mv/mv.h"
 
 static const char *refused_view;
+static bool analyzing_history = false;	/* MvAnalyzeHistoryQuery */
 
 /* Refuse the definition: the detail names the construct */
 static void
@@ -49,8 +50,8 @@ refuse(const char *detail, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("materialized view \"%s\" cannot be maintained incrementally",
-					refused_view),
+			 errmsg("materialized view \"%s\" cannot be %s", refused_view,
+					analyzing_history ? "kept as a history view" : "maintained incrementally"),
 			 errdetail_internal("%s", detail),
 			 errhint("%s", hint)));
 }
@@ -535,7 +536,9 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			def->columns = lappend(def->columns, col);
 			viewcols = lappend(viewcols, col);
 		}
-		add_rowid_columns(def, get_rel_name(def->sourceid));
+		/* a history view names its own key (src/history) */
+		if (!analyzing_history)
+			add_rowid_columns(def, get_rel_name(def->sourceid));
 	}
 	def->viewcols = viewcols;
 	foreach(lc, def->columns)
@@ -543,9 +546,33 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 	return def;
 }
 
+/*
+ * The same analysis for a history view (src/history): the same shapes are
+ * refused, with the message naming history views, and no row identity is
+ * added.  Returns a projection or an aggregate definition; the caller
+ * refuses the latter.
+ */
+MvDef *
+MvAnalyzeHistoryQuery(Query *query, const char *viewname)
+{
+	MvDef	   *def;
+
+	analyzing_history = true;
+	PG_TRY();
+	{
+		def = MvAnalyzeQuery(query, viewname, true);
+	}
+	PG_FINALLY();
+	{
+		analyzing_history = false;
+	}
+	PG_END_TRY();
+	return def;
+}
+
 /* The defining query of a materialized view, from its rewrite rule */
-static Query *
-view_query(Relation rel)
+Query *
+MvMatviewQuery(Relation rel)
 {
 	Query	   *query = NULL;
 	int			i;
@@ -572,7 +599,7 @@ MvDefForView(Oid viewid)
 	Relation	rel = relation_open(viewid, AccessShareLock);
 	MvDef	   *def;
 
-	def = MvAnalyzeQuery(view_query(rel), RelationGetRelationName(rel), true);
+	def = MvAnalyzeQuery(MvMatviewQuery(rel), RelationGetRelationName(rel), true);
 	relation_close(rel, NoLock);
 	return def;
 }
@@ -587,7 +614,7 @@ MvCheckOwnerCanRead(Oid viewid)
 {
 	Relation	rel = relation_open(viewid, AccessShareLock);
 
-	(void) ExecCheckRTPerms(view_query(rel)->rtable, true);
+	(void) ExecCheckRTPerms(MvMatviewQuery(rel)->rtable, true);
 	relation_close(rel, NoLock);
 }
 
@@ -596,7 +623,7 @@ bool
 MvViewReadsChildren(Oid viewid, Oid sourceid)
 {
 	Relation	rel = relation_open(viewid, AccessShareLock);
-	Query	   *query = view_query(rel);
+	Query	   *query = MvMatviewQuery(rel);
 	ListCell   *lc;
 	bool		inh = false;
 

@@ -201,15 +201,20 @@ MvCatalogLookup(Oid viewid, int how)
 }
 
 /*
- * Per backend: is a matview incremental?  Every read and every planning of
- * a query over a matview asks; the answer only changes when the view's
- * catalog row is written (at CREATE, with the matview itself) or deleted
- * (at DROP), and both send a relcache invalidation of the matview.
+ * Per backend: is a matview incremental, a history view, or neither?
+ * Every read and every planning of a query over a matview asks; the
+ * answer only changes when the view's catalog row is written (at CREATE,
+ * with the matview itself) or deleted (at DROP), and both send a relcache
+ * invalidation of the matview.
  */
+#define MATVIEW_PLAIN		0
+#define MATVIEW_INCREMENTAL 1
+#define MATVIEW_HISTORY		2
+
 typedef struct IncrementalEntry
 {
 	Oid			relid;
-	bool		incremental;
+	int			kind;			/* MATVIEW_* */
 } IncrementalEntry;
 
 static HTAB *incremental_cache = NULL;
@@ -230,17 +235,17 @@ incremental_cache_inval(Datum arg, Oid relid)
 		hash_search(incremental_cache, &entry->relid, HASH_REMOVE, NULL);
 }
 
-/* Is relid an incremental view of this database? */
-bool
-MvIsIncrementalView(Oid relid)
+/* Which kind of matview relid is (MATVIEW_*) */
+static int
+matview_kind(Oid relid)
 {
-	bool		found;
 	bool		hit;
 	bool		latest;
+	int			kind = MATVIEW_PLAIN;
 	IncrementalEntry *entry;
 
 	if (get_rel_relkind(relid) != RELKIND_MATVIEW || !MvincExtensionReady())
-		return false;
+		return MATVIEW_PLAIN;
 	if (incremental_cache == NULL)
 	{
 		HASHCTL		ctl;
@@ -253,7 +258,7 @@ MvIsIncrementalView(Oid relid)
 	}
 	entry = hash_search(incremental_cache, &relid, HASH_FIND, &hit);
 	if (hit)
-		return entry->incremental;
+		return entry->kind;
 	/*
 	 * In the latest snapshot, not the transaction's: a REPEATABLE READ
 	 * transaction older than the view's creation has already processed
@@ -263,15 +268,36 @@ MvIsIncrementalView(Oid relid)
 	 */
 	latest = !IsInParallelMode();
 	MvSpiConnect();
-	found = spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE view = $1::regclass",
-						  relid, latest ? MV_LOOKUP_LATEST : MV_LOOKUP_NEW) > 0;
+	if (spi_oid_query("SELECT 1 FROM mvinc.mv_view WHERE view = $1::regclass "
+					  "UNION ALL SELECT 2 FROM mvinc.history_view WHERE view = $1::regclass",
+					  relid, latest ? MV_LOOKUP_LATEST : MV_LOOKUP_NEW) > 0)
+	{
+		bool		isnull;
+
+		kind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										   1, &isnull));
+	}
 	MvSpiFinish();
-	if (latest || found)
+	if (latest || kind != MATVIEW_PLAIN)
 	{
 		entry = hash_search(incremental_cache, &relid, HASH_ENTER, &hit);
-		entry->incremental = found;
+		entry->kind = kind;
 	}
-	return found;
+	return kind;
+}
+
+/* Is relid an incremental view of this database? */
+bool
+MvIsIncrementalView(Oid relid)
+{
+	return matview_kind(relid) == MATVIEW_INCREMENTAL;
+}
+
+/* Is relid a history view of this database (src/history)? */
+bool
+MvIsHistoryView(Oid relid)
+{
+	return matview_kind(relid) == MATVIEW_HISTORY;
 }
 
 /*

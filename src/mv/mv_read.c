@@ -61,6 +61,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "history/history.h"
 #include "mv/mv.h"
 
 static planner_hook_type prev_planner_hook = NULL;
@@ -86,6 +87,14 @@ refuse_write(Query *q)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot change materialized view \"%s\"", get_rel_name(rte->relid)),
 				 errdetail("An incremental materialized view is maintained from its source table."),
+				 errhint("Change the source table and refresh the view.")));
+	if (mvinc_refresh_depth == 0 && !mvinc_history_manual_edit && rte->relkind == RELKIND_RELATION &&
+		get_rel_namespace(rte->relid) == MvincSchemaOid() && HistIsStorageTable(rte->relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot change storage table \"%s\" of a history view",
+						get_rel_name(rte->relid)),
+				 errdetail("The storage table is written only by refresh and mvinc.history_load()."),
 				 errhint("Change the source table and refresh the view.")));
 	if (mvinc_refresh_depth == 0 && rte->relkind == RELKIND_RELATION &&
 		get_rel_namespace(rte->relid) == MvincSchemaOid() && MvIsStorageTable(rte->relid))
@@ -401,11 +410,48 @@ get_rel_owner_oid(Oid relid)
 	return owner;
 }
 
-/* Turn the range-table entry of an incremental view into its read subquery */
-static void
+/*
+ * The read query of a history view: its storage, read as the view's
+ * owner, with the view's own entry kept for the reader's rights check.
+ * NULL when the view has no storage (restored, not adopted yet).
+ */
+static Query *
+history_read_query(Oid viewid, RangeTblEntry *orig)
+{
+	char	   *sql = HistReadSql(viewid);
+	Oid			owner = get_rel_owner_oid(viewid);
+	List	   *raw;
+	List	   *rewritten;
+	Query	   *q;
+	RangeTblEntry *placeholder;
+
+	if (sql == NULL)
+		return NULL;
+	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, NULL, 0, NULL);
+	rewritten = QueryRewrite(q);
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for history view %u", viewid);
+	q = linitial_node(Query, rewritten);
+	set_owner_walker((Node *) q, &owner);
+	placeholder = copyObject(orig);
+	placeholder->inFromCl = false;
+	q->rtable = lappend(q->rtable, placeholder);
+	return q;
+}
+
+/*
+ * Turn the range-table entry of an incremental or history view into its
+ * read subquery; false when it stays as it is.
+ */
+static bool
 redirect_rte(RangeTblEntry *rte)
 {
-	Query	   *sub = read_query(rte->relid, rte);
+	Query	   *sub = MvIsHistoryView(rte->relid) ? history_read_query(rte->relid, rte)
+		: read_query(rte->relid, rte);
+
+	if (sub == NULL)
+		return false;
 
 	rte->rtekind = RTE_SUBQUERY;
 	rte->subquery = sub;
@@ -421,6 +467,7 @@ redirect_rte(RangeTblEntry *rte)
 	rte->updatedCols = NULL;
 	rte->extraUpdatedCols = NULL;
 	rte->security_barrier = false;
+	return true;
 }
 
 /* Replace the incremental views read by one query level; recurse */
@@ -444,14 +491,14 @@ redirect_walker(Node *node, void *context)
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
 			!rte->inFromCl || rti == q->resultRelation)
 			continue;
-		if (!MvIsIncrementalView(rte->relid))
+		if (!MvIsIncrementalView(rte->relid) && !MvIsHistoryView(rte->relid))
 			continue;
 		if (get_parse_rowmark(q, rti) != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(rte->relid)),
 					 errhint("Remove FOR UPDATE or FOR SHARE.")));
-		redirect_rte(rte);
+		(void) redirect_rte(rte);
 	}
 	return query_tree_walker(q, redirect_walker, context, 0);
 }
@@ -513,7 +560,7 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 	rte = root->simple_rte_array[rel->relid];
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
 		!OidIsValid(MvincSchemaOid()) || !MvincExtensionReady() ||
-		!MvIsIncrementalView(relid))
+		(!MvIsIncrementalView(relid) && !MvIsHistoryView(relid)))
 		return;
 	if (root->parse->resultRelation == (Index) rel->relid ||
 		get_plan_rowmark(root->rowMarks, rel->relid) != NULL)
@@ -521,7 +568,8 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(relid)),
 				 errhint("Remove FOR UPDATE or FOR SHARE.")));
-	redirect_rte(rte);
+	if (!redirect_rte(rte))
+		return;
 	rel->rtekind = RTE_SUBQUERY;
 	rel->indexlist = NIL;
 	rel->statlist = NIL;

@@ -30,6 +30,7 @@
 #include "utils/relcache.h"
 #include "utils/ruleutils.h"
 
+#include "history/history.h"
 #include "mv/mv.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -55,6 +56,9 @@ typedef struct MvOptions
 	bool		incremental;
 	char	   *cluster_by;
 	char	   *refresh_interval;
+	bool		history;		/* mvinc.history = true */
+	bool		history_given;	/* any of the history options */
+	HistOptions hist;
 	List	   *rest;			/* the options for PostgreSQL */
 } MvOptions;
 
@@ -81,6 +85,30 @@ split_options(List *options)
 		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
 				 strcmp(d->defname, "refresh_interval") == 0)
 			o.refresh_interval = defGetString(d);
+		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+				 strcmp(d->defname, "history") == 0)
+		{
+			o.history_given = true;
+			o.history = defGetBoolean(d);
+		}
+		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+				 strcmp(d->defname, "key") == 0)
+		{
+			o.history_given = true;
+			o.hist.key = defGetString(d);
+		}
+		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+				 strcmp(d->defname, "history_start") == 0)
+		{
+			o.history_given = true;
+			o.hist.history_start = defGetString(d);
+		}
+		else if (d->defnamespace && strcmp(d->defnamespace, "mvinc") == 0 &&
+				 strcmp(d->defname, "history_retention") == 0)
+		{
+			o.history_given = true;
+			o.hist.retention = defGetString(d);
+		}
 		else
 			o.rest = lappend(o.rest, d);
 	}
@@ -101,6 +129,7 @@ take_mvinc_options(PlannedStmt **pstmt)
 	AlterTableStmt *stmt = (AlterTableStmt *) copy->utilityStmt;
 	List	   *cmds = NIL;
 	bool		found = false;
+	bool		history = false;
 	Oid			viewid = InvalidOid;
 	ListCell   *lc;
 
@@ -134,14 +163,24 @@ take_mvinc_options(PlannedStmt **pstmt)
 												  RangeVarCallbackOwnsRelation, NULL);
 				if (!OidIsValid(viewid))
 					return false;	/* IF EXISTS: PostgreSQL says so */
-				if (!MvIsIncrementalView(viewid))
+				if (MvIsHistoryView(viewid) && strcmp(d->defname, "history_retention") == 0)
+					history = true;
+				else if (!MvIsIncrementalView(viewid))
 					ereport(ERROR,
 							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 							 errmsg("option \"mvinc.%s\" is only for incremental materialized views",
 									d->defname),
 							 errdetail("\"%s\" is not one.", stmt->relation->relname)));
 			}
-			if (strcmp(d->defname, "refresh_interval") == 0)
+			if (history && strcmp(d->defname, "history_retention") == 0)
+				HistSetRetention(viewid, cmd->subtype == AT_SetRelOptions ?
+								 defGetString(d) : NULL);
+			else if (history)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("option \"mvinc.%s\" cannot be changed on a history view", d->defname),
+						 errhint("History views take \"mvinc.history_retention\" in ALTER MATERIALIZED VIEW .. SET.")));
+			else if (strcmp(d->defname, "refresh_interval") == 0)
 				MvSetRefreshInterval(viewid, cmd->subtype == AT_SetRelOptions ?
 									 defGetString(d) : NULL);
 			else if (strcmp(d->defname, "incremental") == 0 ||
@@ -294,6 +333,72 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 		(void) MvRefresh(viewid, false, true);
 }
 
+/*
+ * CREATE MATERIALIZED VIEW ... WITH (mvinc.history = true, mvinc.key = ..):
+ * the matview gets the projection plus valid_from and valid_to (NULL: its
+ * own relation stays empty); src/history keeps the versions.
+ */
+static void
+create_history(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
+			   const char *queryString, ProcessUtilityContext context,
+			   ParamListInfo params, QueryEnvironment *queryEnv, DestReceiver *dest,
+			   QueryCompletion *qc)
+{
+	CreateTableAsStmt *copy = copyObject(stmt);
+	PlannedStmt *pcopy = copyObject(pstmt);
+	IntoClause *into = copy->into;
+	Query	   *query = castNode(Query, copy->query);
+	bool		skipData = into->skipData;
+	HistDef    *def;
+	Oid			viewid;
+
+	if (!MvincExtensionReady())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"mvinc\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION mvinc.")));
+	if (copy->if_not_exists &&
+		OidIsValid(RangeVarGetRelid(into->rel, NoLock, true)))
+	{
+		into->options = o->rest;
+		pcopy->utilityStmt = (Node *) copy;
+		call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+		return;
+	}
+
+	def = HistAnalyze(query, into->colNames, into->rel->relname, &o->hist);
+	/* what a native matview asks of its creator */
+	(void) ExecCheckRTPerms(query->rtable, true);
+	if (!skipData)
+	{
+		/* track before this transaction writes (see create_incremental) */
+		LockRelationOid(def->sourceid, ShareLock);
+		MvTrack(def->sourceid, def->full_old_rows);
+	}
+
+	copy->query = (Node *) HistAddIntervalColumns(query);
+	into->viewQuery = (Node *) copyObject(copy->query);
+	if (into->colNames != NIL)
+	{
+		ListCell   *lc;
+
+		/* names not given keep the query's; then the interval's */
+		for_each_from(lc, query->targetList, list_length(into->colNames))
+			into->colNames = lappend(into->colNames,
+									 makeString(pstrdup(((TargetEntry *) lfirst(lc))->resname)));
+		into->colNames = lappend(into->colNames, makeString(pstrdup("valid_from")));
+		into->colNames = lappend(into->colNames, makeString(pstrdup("valid_to")));
+	}
+	into->options = o->rest;
+	into->skipData = true;
+	pcopy->utilityStmt = (Node *) copy;
+	call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+	CommandCounterIncrement();
+
+	viewid = RangeVarGetRelid(into->rel, AccessExclusiveLock, false);
+	HistCreateFinish(viewid, def, &o->hist, skipData);
+}
+
 /* REFRESH MATERIALIZED VIEW of an incremental view */
 static void
 refresh_incremental(RefreshMatViewStmt *stmt, Oid viewid)
@@ -325,6 +430,12 @@ refuse_into(RangeVar *rv, const char *what)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot %s materialized view \"%s\"", what, get_rel_name(relid)),
 				 errdetail("An incremental materialized view is maintained from its source table."),
+				 errhint("Change the source table and refresh the view.")));
+	if (mvinc_refresh_depth == 0 && !mvinc_history_manual_edit && HistIsStorageTable(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot %s storage table \"%s\" of a history view", what, get_rel_name(relid)),
+				 errdetail("The storage table is written only by refresh and mvinc.history_load()."),
 				 errhint("Change the source table and refresh the view.")));
 	if (mvinc_refresh_depth == 0 && MvIsStorageTable(relid))
 		ereport(ERROR,
@@ -513,6 +624,24 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		CreateTableAsStmt *stmt = (CreateTableAsStmt *) parsetree;
 		MvOptions	o = split_options(stmt->into->options);
 
+		if (o.history_given)
+		{
+			if (!o.history)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"mvinc.%s\" requires \"mvinc.history = true\"",
+								o.hist.key ? "key" : o.hist.history_start ? "history_start" :
+								"history_retention")));
+			if (o.incremental || o.cluster_by || o.refresh_interval)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"mvinc.%s\" is not for history views",
+								o.incremental ? "incremental" : o.cluster_by ? "cluster_by" :
+								"refresh_interval"),
+						 errhint("A history view is refreshed by REFRESH MATERIALIZED VIEW or loaded with mvinc.history_load().")));
+			create_history(pstmt, stmt, &o, queryString, context, params, queryEnv, dest, qc);
+			return;
+		}
 		if (o.present || o.cluster_by || o.refresh_interval)
 		{
 			if (!o.incremental && (o.cluster_by || o.refresh_interval))
@@ -540,6 +669,15 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		if (OidIsValid(relid) && MvIsIncrementalView(relid))
 		{
 			refresh_incremental(stmt, relid);
+			if (qc)
+				SetQueryCompletion(qc, CMDTAG_REFRESH_MATERIALIZED_VIEW, 0);
+			return;
+		}
+		if (OidIsValid(relid) && MvIsHistoryView(relid))
+		{
+			if (!pg_class_ownercheck(relid, GetUserId()))
+				aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(relid));
+			HistRefresh(relid, stmt->skipData);
 			if (qc)
 				SetQueryCompletion(qc, CMDTAG_REFRESH_MATERIALIZED_VIEW, 0);
 			return;

@@ -1,0 +1,378 @@
+/*-------------------------------------------------------------------------
+ * hist_apply.c
+ *	  The set-based SQL that writes versions, for both feeds.
+ *
+ *	  HistApplyEvents: captured changes.  Per key and source transaction
+ *	  the last row image decides the state after it (present with values,
+ *	  or absent); a transaction that leaves the state as it was makes no
+ *	  version.  The key's latest stored version is the state before the
+ *	  first of them.  A version starts and ends at commit times, ordered
+ *	  by commit LSN: commit timestamps are taken before the commit record
+ *	  is written, so two commits can carry them in the other order (or the
+ *	  same microsecond); the times of one key are made strictly increasing
+ *	  (each at least a microsecond after the one before), so every version
+ *	  has valid_from < valid_to and none overlaps another.
+ *
+ *	  HistSetState: a full state observed at t holds over [t, u) (u: the
+ *	  next observation, or infinity).  Keys whose versions already say so
+ *	  are left alone; for the others, the versions overlapping [t, u) are
+ *	  cut at t and u, the new state is put in between, and pieces that meet
+ *	  with equal values are merged again.  Snapshot loads (in order, late
+ *	  or repeated), the initial refresh and a view restored from a dump or
+ *	  that lost changes to retention all go through it.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "history/history.h"
+#include "mv/mv.h"
+
+/* Run SQL with $1 = t and $2 = u (timestamptz), under snap when given */
+static uint64
+run(const char *sql, Snapshot snap, TimestampTz t, TimestampTz u, int expect)
+{
+	Oid			types[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[2] = {TimestampTzGetDatum(t), TimestampTzGetDatum(u)};
+	SPIPlanPtr	plan = SPI_prepare(sql, 2, types);
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	rc = SPI_execute_snapshot(plan, values, NULL, snap ? snap : InvalidSnapshot,
+							  InvalidSnapshot, false, false, 0);
+	SPI_freeplan(plan);
+	if (rc != expect)
+		elog(ERROR, "history statement failed (%d): %s", rc, sql);
+	return SPI_processed;
+}
+
+static int64
+first_int8(int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+/* A new temporary table name, unique in the session */
+static char *
+temp_name(const char *what)
+{
+	static int	counter = 0;
+
+	return psprintf("pg_temp.mvinc_h%s_%d", what, ++counter);
+}
+
+/*
+ * Column list: keys and values in view order (both), the keys in key
+ * order (keys only) or the other columns in view order (values only).
+ */
+char *
+HistColumnListSql(HistDef *def, bool keys, bool values, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, keys && !values ? def->keys : def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+
+		if ((col->is_key && !keys) || (!col->is_key && !values))
+			continue;
+		appendStringInfo(&buf, "%s%s%s%s", buf.len ? ", " : "",
+						 prefix ? prefix : "", prefix ? "." : "", quote_identifier(col->name));
+	}
+	return buf.data;
+}
+
+/* lalias.k1 = ralias.k1 AND ... (keys are NOT NULL) */
+static char *
+keys_equal_sql(HistDef *def, const char *lalias, const char *ralias)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->keys)
+	{
+		const char *name = quote_identifier(((HistColumn *) lfirst(lc))->name);
+
+		appendStringInfo(&buf, "%s%s.%s = %s.%s", buf.len ? " AND " : "",
+						 lalias, name, ralias, name);
+	}
+	return buf.data;
+}
+
+/*
+ * Do the tracked values of two versions agree?  lfmt and rfmt hold one %s
+ * for the quoted column name.  NULLs agree with NULLs; a type without an
+ * equality operator is compared by its text.
+ */
+static char *
+values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+		const char *name = quote_identifier(col->name);
+		TypeCacheEntry *tc;
+		bool		has_eq;
+
+		if (col->is_key)
+			continue;
+		tc = lookup_type_cache(col->typid, TYPECACHE_EQ_OPR);
+		has_eq = OidIsValid(tc->eq_opr);
+		appendStringInfo(&buf, "%sNOT ((", buf.len ? " AND " : "");
+		appendStringInfo(&buf, lfmt, name);
+		appendStringInfo(&buf, ")%s IS DISTINCT FROM (", has_eq ? "" : "::text");
+		appendStringInfo(&buf, rfmt, name);
+		appendStringInfo(&buf, ")%s)", has_eq ? "" : "::text");
+	}
+	return buf.len ? buf.data : "true";
+}
+
+/*
+ * The state over [t, u) becomes state_sql's rows (every view column, by
+ * name; read under snap when given).  Fills out's key counts.
+ */
+void
+HistSetState(HistDef *def, const char *storage, const char *state_sql,
+			 Snapshot snap, TimestampTz t, TimestampTz u, HistApplied *out)
+{
+	char	   *state = temp_name("state");
+	char	   *changed = temp_name("changed");
+	char	   *pieces = temp_name("pieces");
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	char	   *all = HistColumnListSql(def, true, true, NULL);
+
+	out->rows = run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", state, state_sql),
+					snap, t, u, SPI_OK_UTILITY);
+
+	/* several rows of one key: refused, with the keys */
+	run(psprintf("SELECT ROW(%s)::text FROM %s GROUP BY %s HAVING count(*) > 1 ORDER BY 1 LIMIT 5",
+				 keys, state, keys), NULL, t, u, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		StringInfoData dups;
+		uint64		i;
+
+		initStringInfo(&dups);
+		for (i = 0; i < SPI_processed; i++)
+			appendStringInfo(&dups, "%s%s", i ? ", " : "",
+							 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("the snapshot holds more than one row for some keys (%s)", keys),
+				 errdetail("Keys with several rows: %s%s.", dups.data,
+						   SPI_processed == 5 ? ", ..." : ""),
+				 errhint("Remove the duplicates from the snapshot; nothing was loaded.")));
+	}
+
+	/* keys whose versions over [t, u) are not already exactly the state */
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS "
+				 "SELECT %s, coalesce(bool_or(f._mvinc_f), false) AS _mvinc_in, "
+				 "coalesce(bool_or(o.valid_from <= $1 AND o.valid_to > $1), false) AS _mvinc_covered "
+				 "FROM (SELECT s.*, true AS _mvinc_f FROM %s s) f "
+				 "FULL JOIN (SELECT h.*, true AS _mvinc_o FROM %s h "
+				 "           WHERE h.valid_from < $2 AND h.valid_to > $1) o USING (%s) "
+				 "GROUP BY %s "
+				 "HAVING count(o._mvinc_o) <> 1 OR NOT coalesce(bool_and(f._mvinc_f "
+				 "AND o.valid_from <= $1 AND o.valid_to >= $2 AND %s), false)",
+				 changed, keys, state, storage, keys, keys,
+				 values_equal_sql(def, "f.%s", "o.%s")),
+		NULL, t, u, SPI_OK_UTILITY);
+	run(psprintf("SELECT count(*) FILTER (WHERE _mvinc_in AND NOT _mvinc_covered), "
+				 "count(*) FILTER (WHERE _mvinc_in AND _mvinc_covered), "
+				 "count(*) FILTER (WHERE NOT _mvinc_in) FROM %s", changed),
+		NULL, t, u, SPI_OK_SELECT);
+	out->new_keys = first_int8(1);
+	out->changed_keys = first_int8(2);
+	out->closed_keys = first_int8(3);
+	if (out->new_keys + out->changed_keys + out->closed_keys == 0)
+	{
+		run(psprintf("DROP TABLE %s, %s", state, changed), NULL, t, u, SPI_OK_UTILITY);
+		return;
+	}
+
+	/* their versions that overlap or touch [t, u), cut at t and u, plus the state */
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT * FROM %s LIMIT 0",
+				 pieces, storage), NULL, t, u, SPI_OK_UTILITY);
+	out->closed = run(psprintf("WITH aff AS (DELETE FROM %s h USING %s c WHERE %s "
+							   "AND h.valid_from <= $2 AND h.valid_to >= $1 RETURNING h.*) "
+							   "INSERT INTO %s "
+							   "SELECT %s, valid_from, $1 FROM aff WHERE valid_from < $1 "
+							   "UNION ALL SELECT %s, $2, valid_to FROM aff WHERE valid_to > $2 "
+							   "UNION ALL SELECT %s, $1, $2 FROM %s f JOIN %s c USING (%s) "
+							   "WHERE c._mvinc_in",
+							   storage, changed, keys_equal_sql(def, "h", "c"), pieces,
+							   all, all, HistColumnListSql(def, true, true, "f"), state,
+							   changed, keys),
+					  NULL, t, u, SPI_OK_INSERT);
+
+	/* pieces that meet with equal values become one version again */
+	out->opened = run(psprintf("INSERT INTO %s (%s, valid_from, valid_to) "
+							   "SELECT %s, valid_from, _mvinc_end FROM ("
+							   " SELECT y.*, max(valid_to) OVER (PARTITION BY %s, _mvinc_island) AS _mvinc_end FROM ("
+							   "  SELECT x.*, sum(_mvinc_brk) OVER (PARTITION BY %s ORDER BY valid_from) AS _mvinc_island FROM ("
+							   "   SELECT p.*, CASE WHEN lag(p.valid_to) OVER w = p.valid_from AND %s "
+							   "          THEN 0 ELSE 1 END AS _mvinc_brk "
+							   "   FROM %s p WINDOW w AS (PARTITION BY %s ORDER BY p.valid_from)) x) y) z "
+							   "WHERE _mvinc_brk = 1",
+							   storage, all, all, keys, keys,
+							   values_equal_sql(def, "lag(p.%s) OVER w", "p.%s"),
+							   pieces, HistColumnListSql(def, true, false, "p")),
+					  NULL, t, u, SPI_OK_INSERT);
+	run(psprintf("DROP TABLE %s, %s, %s", state, changed, pieces), NULL, t, u, SPI_OK_UTILITY);
+}
+
+/* NULL::type of each value column, for the rows a TRUNCATE makes */
+static char *
+null_values_sql(HistDef *def)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+
+		if (!col->is_key)
+			appendStringInfo(&buf, ", NULL::%s", MvTypeSql(col->typid, col->typmod));
+	}
+	return buf.data;
+}
+
+/* ", a.v1, a.v2" (or "" without value columns) */
+static char *
+values_with_comma(HistDef *def, const char *prefix)
+{
+	char	   *v = HistColumnListSql(def, false, true, prefix);
+
+	return *v ? psprintf(", %s", v) : "";
+}
+
+/*
+ * Apply the captured changes of changelog that delta selects (a condition
+ * on alias s).  truncates: the delta holds TRUNCATE rows.
+ */
+void
+HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
+				const char *delta, bool truncates, HistApplied *out)
+{
+	char	   *rows = temp_name("delta");
+	char	   *events = temp_name("events");
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	char	   *vals = values_with_comma(def, NULL);
+	StringInfoData sql;
+	ListCell   *lc;
+
+	/* the delta's rows, projected: keys of every image, values of new ones */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT s._mvinc_lsn, "
+					 "s._mvinc_time, s._mvinc_seq, s._mvinc_op = 't' AS _mvinc_trunc, "
+					 "s._mvinc_image = 'n' AND s._mvinc_op <> 't' AS _mvinc_new",
+					 rows);
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+		char	   *expr = MvExprSql(def->sourceid, (Node *) col->expr, "s");
+
+		if (col->is_key)
+			appendStringInfo(&sql, ", %s AS %s", expr, quote_identifier(col->name));
+		else
+			appendStringInfo(&sql, ", CASE WHEN s._mvinc_image = 'n' AND s._mvinc_op <> 't' "
+							 "THEN %s END AS %s", expr, quote_identifier(col->name));
+	}
+	appendStringInfo(&sql, ", s._mvinc_image = 'n' AND s._mvinc_op <> 't' AND %s AS _mvinc_in "
+					 "FROM %s s WHERE %s",
+					 def->where ? psprintf("coalesce((%s), false)",
+										   MvExprSql(def->sourceid, def->where, "s")) : "true",
+					 changelog, delta);
+	run(sql.data, NULL, 0, 0, SPI_OK_UTILITY);
+
+	/*
+	 * Per key: the state after each transaction (the last image of the key
+	 * in it: a TRUNCATE ends every key present then), the latest stored
+	 * version before them, the transactions that change the state, their
+	 * times made increasing, and each new version's end.
+	 */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS WITH "
+					 "ev AS (SELECT DISTINCT ON (%s, _mvinc_lsn) %s, _mvinc_lsn, _mvinc_time, "
+					 "        _mvinc_new AND _mvinc_in AS _mvinc_present%s "
+					 "  FROM (SELECT %s, _mvinc_lsn, _mvinc_time, _mvinc_seq, _mvinc_new, _mvinc_in%s "
+					 "          FROM %s WHERE NOT _mvinc_trunc",
+					 events, keys, keys, vals, keys, vals, rows);
+	if (truncates)
+		appendStringInfo(&sql, " UNION ALL SELECT %s, t._mvinc_lsn, t._mvinc_time, t._mvinc_seq, "
+						 "false, false%s FROM %s t, "
+						 "(SELECT %s FROM %s WHERE valid_to = 'infinity' "
+						 " UNION SELECT %s FROM %s WHERE NOT _mvinc_trunc) p WHERE t._mvinc_trunc",
+						 HistColumnListSql(def, true, false, "p"), null_values_sql(def), rows,
+						 keys, storage, keys, rows);
+	appendStringInfo(&sql, ") a ORDER BY %s, _mvinc_lsn, _mvinc_seq DESC, _mvinc_new DESC), "
+					 "base AS (SELECT DISTINCT ON (%s) %s, '0/0'::pg_lsn AS _mvinc_lsn, "
+					 "  CASE WHEN h.valid_to = 'infinity' THEN h.valid_from "
+					 "       ELSE h.valid_to - interval '1 microsecond' END AS _mvinc_time, "
+					 "  h.valid_to = 'infinity' AS _mvinc_present%s "
+					 "  FROM %s h WHERE (%s) IN (SELECT %s FROM ev) ORDER BY %s, h.valid_from DESC), "
+					 "a AS (SELECT * FROM base UNION ALL SELECT * FROM ev), "
+					 "w AS (SELECT a.*, coalesce(lag(a._mvinc_present) OVER kw, false) AS _mvinc_pp, "
+					 "        %s AS _mvinc_same FROM a WINDOW kw AS (PARTITION BY %s ORDER BY a._mvinc_lsn)), "
+					 "kept AS (SELECT * FROM w WHERE _mvinc_lsn = '0/0' OR _mvinc_present <> _mvinc_pp "
+					 "         OR (_mvinc_present AND NOT _mvinc_same)), "
+					 "n AS (SELECT kept.*, row_number() OVER kw AS _mvinc_rn FROM kept "
+					 "      WINDOW kw AS (PARTITION BY %s ORDER BY _mvinc_lsn)), "
+					 "m AS (SELECT n.*, _mvinc_rn * interval '1 microsecond' + "
+					 "        max(_mvinc_time - _mvinc_rn * interval '1 microsecond') OVER "
+					 "        (PARTITION BY %s ORDER BY _mvinc_lsn ROWS UNBOUNDED PRECEDING) AS _mvinc_eff "
+					 "      FROM n) "
+					 "SELECT m.*, lead(_mvinc_eff) OVER (PARTITION BY %s ORDER BY _mvinc_lsn) AS _mvinc_next "
+					 "FROM m",
+					 keys, keys, HistColumnListSql(def, true, false, "h"),
+					 values_with_comma(def, "h"), storage,
+					 HistColumnListSql(def, true, false, "h"), keys, keys,
+					 values_equal_sql(def, "lag(a.%s) OVER kw", "a.%s"), keys,
+					 keys, keys, keys);
+	run(sql.data, NULL, 0, 0, SPI_OK_UTILITY);
+
+	/* the current versions end at their key's first change */
+	out->closed = run(psprintf("UPDATE %s h SET valid_to = x._mvinc_eff "
+							   "FROM (SELECT DISTINCT ON (%s) %s, _mvinc_eff FROM %s "
+							   "      WHERE _mvinc_lsn > '0/0' ORDER BY %s, _mvinc_lsn) x "
+							   "WHERE %s AND h.valid_to = 'infinity'",
+							   storage, keys, keys, events, keys,
+							   keys_equal_sql(def, "h", "x")),
+					  NULL, 0, 0, SPI_OK_UPDATE);
+	out->opened = run(psprintf("INSERT INTO %s (%s, valid_from, valid_to) "
+							   "SELECT %s, _mvinc_eff, coalesce(_mvinc_next, 'infinity') "
+							   "FROM %s WHERE _mvinc_lsn > '0/0' AND _mvinc_present",
+							   storage, HistColumnListSql(def, true, true, NULL),
+							   HistColumnListSql(def, true, true, NULL), events),
+					  NULL, 0, 0, SPI_OK_INSERT);
+	run(psprintf("DROP TABLE %s, %s", rows, events), NULL, 0, 0, SPI_OK_UTILITY);
+}
+
+/* mvinc.history_retention: versions that ended before now() - retention go */
+void
+HistApplyRetention(HistCatalog *cat, const char *storage)
+{
+	if (cat->retention == NULL)
+		return;
+	run(psprintf("DELETE FROM %s WHERE valid_to < now() - %s::interval", storage,
+				 quote_literal_cstr(cat->retention)), NULL, 0, 0, SPI_OK_DELETE);
+}

@@ -1,0 +1,453 @@
+/*-------------------------------------------------------------------------
+ * hist_refresh.c
+ *	  Feeding history views: CREATE's first computation, REFRESH from the
+ *	  captured changes, mvinc.history_load from snapshot extracts, and the
+ *	  sql_drop event trigger.
+ *
+ *	  The change-stream feed follows the checkpoint rule of incremental
+ *	  views (docs/internals.md, "Refresh checkpoints"): a snapshot S of the
+ *	  source and an LSN L below every change of a transaction invisible in
+ *	  S; a refresh takes S' (insert LSN B before it, T after it), waits for
+ *	  capture up to T and applies the change-log rows with L < lsn <= T
+ *	  visible in S' and not in S; the new bound is min(B, lowest lsn of a
+ *	  row invisible in S' - 1).  Everything runs in the caller's
+ *	  transaction: versions and checkpoint commit together.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
+#include "commands/matview.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "history/history.h"
+#include "mv/mv.h"
+
+PG_FUNCTION_INFO_V1(mvinc_history_load);
+PG_FUNCTION_INFO_V1(mvinc_on_history_drop);
+
+/* mv_refresh.c: storage tables may be written while > 0 */
+extern int	mvinc_refresh_depth;
+
+/* The view's columns computed over alias s of from, rows passing WHERE */
+static char *
+state_sql(HistDef *def, const char *from)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+
+		appendStringInfo(&sql, "%s%s AS %s", foreach_current_index(lc) ? ", " : "",
+						 MvExprSql(def->sourceid, (Node *) col->expr, "s"),
+						 quote_identifier(col->name));
+	}
+	appendStringInfo(&sql, " FROM %s s", from);
+	if (def->where)
+		appendStringInfo(&sql, " WHERE %s", MvExprSql(def->sourceid, def->where, "s"));
+	return sql.data;
+}
+
+/* Make the matview look populated (pg_dump then emits its REFRESH) */
+static void
+mark_populated(Oid viewid)
+{
+	Relation	rel = table_open(viewid, AccessExclusiveLock);
+
+	if (!RelationIsPopulated(rel))
+	{
+		SetMatViewPopulatedState(rel, true);
+		CommandCounterIncrement();
+	}
+	table_close(rel, NoLock);
+}
+
+/* Refuse to feed a view under a snapshot that may predate changes */
+static void
+require_read_committed(Oid viewid, const char *action)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s history view \"%s\" in a %s transaction", action,
+						get_rel_name(viewid),
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("It must see every change committed before it started, which the transaction's snapshot may predate."),
+				 errhint("Run it in a READ COMMITTED transaction.")));
+}
+
+/* Lock the view and read its catalog row (adopting restored storage) */
+static HistCatalog *
+lock_view(Oid viewid)
+{
+	HistCatalog *cat;
+
+	/* two feeds of one view serialize here; readers are not blocked */
+	LockRelationOid(viewid, ExclusiveLock);
+	cat = HistCatalogLookup(viewid, true);
+	if (cat == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a history view", get_rel_name(viewid)),
+				 errhint("Create it WITH (mvinc.history = true, mvinc.key = '...').")));
+	return cat;
+}
+
+/* First computation: every current source row opens a version at t */
+static void
+refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
+{
+	XLogRecPtr	before;
+	Snapshot	snap;
+	char	   *snaptext;
+	HistApplied ap = {0};
+	TimestampTz t = cat->has_start ? cat->history_start : GetCurrentStatementStartTimestamp();
+
+	/* no source transaction straddles the start of tracking */
+	LockRelationOid(def->sourceid, ShareLock);
+	MvTrack(def->sourceid, def->full_old_rows);
+	before = MvInsertLsn();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	snaptext = MvSnapshotText(snap, false);
+	HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(def->sourceid))),
+				 snap, t, DT_NOEND, &ap);
+	UnregisterSnapshot(snap);
+	MvSetConsumer(def->sourceid, HistConsumerName(viewid), before);
+	HistCatalogSetCheckpoint(viewid, snaptext, before, ap.opened + ap.closed);
+	mark_populated(viewid);
+}
+
+/* Apply the captured changes since the checkpoint */
+static void
+refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
+{
+	Oid			source = def->sourceid;
+	Oid			changelog = MvChangeLogRelid(source);
+	XLogRecPtr	L = cat->checkpoint_lsn;
+	XLogRecPtr	before,
+				target,
+				newL;
+	Snapshot	snap;
+	char	   *snaptext;
+	MvDeltaSummary sum;
+	HistApplied ap = {0};
+
+	if (!OidIsValid(changelog))
+		changelog = MvTrack(source, def->full_old_rows);
+	before = MvInsertLsn();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	snaptext = MvSnapshotText(snap, false);
+	target = MvInsertLsn();
+	MvWaitForCapture(target);
+
+	MvSummarizeDelta(changelog, L, target, snaptext, cat->checkpoint_snapshot, &sum);
+	newL = before;
+	if (sum.has_invisible && sum.min_invisible - 1 < newL)
+		newL = sum.min_invisible - 1;
+
+	if (MvRetainedFrom(source) > L)
+	{
+		/* the changes in between are gone: only their net effect is known */
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("history view \"%s\" lost changes of its source", get_rel_name(viewid)),
+				 errdetail("The change log no longer holds the changes after %X/%X.",
+						   LSN_FORMAT_ARGS(L)),
+				 errhint("The versions of the rows changed since then start now; the intermediate ones are missing.")));
+		HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(source))),
+					 snap, GetCurrentStatementStartTimestamp(), DT_NOEND, &ap);
+	}
+	else if (sum.inserts + sum.others + sum.truncates > 0)
+		HistApplyEvents(def, storage, MvSourceName(changelog),
+						psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
+								 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
+								 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+								 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(target),
+								 snaptext, cat->checkpoint_snapshot),
+						sum.truncates > 0, &ap);
+	UnregisterSnapshot(snap);
+	MvSetConsumer(source, HistConsumerName(viewid), newL);
+	HistCatalogSetCheckpoint(viewid, snaptext, newL, ap.opened + ap.closed);
+}
+
+/*
+ * REFRESH MATERIALIZED VIEW of a history view (and CREATE ... WITH DATA):
+ * the first one opens the current rows, later ones apply what changed.
+ */
+void
+HistRefresh(Oid viewid, bool skip_data)
+{
+	HistCatalog *cat;
+	HistDef    *def;
+	char	   *storage;
+	MvInternal	save;
+
+	if (skip_data)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot discard the history of history view \"%s\"", get_rel_name(viewid)),
+				 errdetail("REFRESH ... WITH NO DATA would empty it, and its versions cannot be recomputed."),
+				 errhint("Drop the view to discard its history.")));
+	MvCheckOwnerCanRead(viewid);
+	require_read_committed(viewid, "refresh");
+	MvBecomeInternal(&save);
+	if (work_mem < 65536)
+		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	cat = lock_view(viewid);
+	if (cat->feed && strcmp(cat->feed, "snapshot") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("history view \"%s\" is fed by snapshot loads", get_rel_name(viewid)),
+				 errdetail("Its versions come from mvinc.history_load(), not from its source's changes."),
+				 errhint("Load the next snapshot with mvinc.history_load().")));
+	def = HistDefForView(viewid, cat);
+	if (MvXactModified(def->sourceid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot refresh history view \"%s\" in a transaction that changed its source",
+						get_rel_name(viewid)),
+				 errdetail("A version starts when the transaction that made it commits."),
+				 errhint("Commit the changes first, then refresh.")));
+	if (!OidIsValid(cat->storage_oid))
+		cat->storage_oid = HistCreateStorage(viewid, def);
+	storage = HistStorageSql(cat);
+
+	MvSpiConnect();
+	mvinc_refresh_depth++;
+	PG_TRY();
+	{
+		if (cat->checkpoint_snapshot == NULL)
+			refresh_initial(viewid, cat, def, storage);
+		else
+			refresh_changes(viewid, cat, def, storage);
+		HistApplyRetention(cat, storage);
+	}
+	PG_FINALLY();
+	{
+		mvinc_refresh_depth--;
+	}
+	PG_END_TRY();
+	MvSpiFinish();
+	MvEndInternal(&save);
+}
+
+/* The rest of CREATE: catalog, storage, and the first computation */
+void
+HistCreateFinish(Oid viewid, HistDef *def, HistOptions *opts, bool skip_data)
+{
+	HistCatalogInsert(viewid, def, opts);
+	CommandCounterIncrement();
+	(void) HistCreateStorage(viewid, def);
+	CommandCounterIncrement();
+	if (!skip_data)
+		HistRefresh(viewid, false);
+}
+
+/*
+ * Check that the snapshot table has every source column the view reads,
+ * with the same type (the view's expressions are applied to it by name).
+ */
+static void
+check_snapshot_shape(HistDef *def, Oid snapshot, Oid viewid)
+{
+	Bitmapset  *attrs = NULL;
+	ListCell   *lc;
+	int			attno = -1;
+
+	foreach(lc, def->columns)
+		pull_varattnos((Node *) ((HistColumn *) lfirst(lc))->expr, 1, &attrs);
+	if (def->where)
+		pull_varattnos(def->where, 1, &attrs);
+	while ((attno = bms_next_member(attrs, attno)) >= 0)
+	{
+		AttrNumber	src = attno + FirstLowInvalidHeapAttributeNumber;
+		char	   *name = get_attname(def->sourceid, src, false);
+		AttrNumber	snap = get_attnum(snapshot, name);
+		Oid			type;
+		int32		typmod;
+		Oid			coll;
+
+		if (snap == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("snapshot \"%s\" has no column \"%s\"", get_rel_name(snapshot), name),
+					 errdetail("History view \"%s\" reads it from \"%s\".", get_rel_name(viewid),
+							   get_rel_name(def->sourceid)),
+					 errhint("Load a table of the same shape as the view's source.")));
+		get_atttypetypmodcoll(snapshot, snap, &type, &typmod, &coll);
+		if (type != get_atttype(def->sourceid, src))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of snapshot \"%s\" has type %s, not %s", name,
+							get_rel_name(snapshot), format_type_be(type),
+							format_type_be(get_atttype(def->sourceid, src))),
+					 errhint("Load a table of the same shape as the view's source.")));
+	}
+}
+
+/*
+ * mvinc.history_load(view, snapshot, as_of): the snapshot's rows are the
+ * state at as_of, which holds until the next load (infinity for the
+ * newest).  Returns the keys NEW, CHANGE(d), CLOSE(d) and UNCHANGED.
+ */
+Datum
+mvinc_history_load(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	Oid			snapshot = PG_GETARG_OID(1);
+	TimestampTz as_of = PG_GETARG_TIMESTAMPTZ(2);
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	HistCatalog *cat;
+	HistDef    *def;
+	HistApplied ap = {0};
+	TimestampTz until = DT_NOEND;
+	MvInternal	save;
+	char	   *storage;
+	AclResult	acl;
+
+	if (get_rel_relkind(viewid) != RELKIND_MATVIEW || !MvIsHistoryView(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a history view", get_rel_name(viewid)),
+				 errhint("Create it WITH (mvinc.history = true, mvinc.key = '...') AS ... WITH NO DATA.")));
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+	acl = pg_class_aclcheck(snapshot, GetUserId(), ACL_SELECT);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, get_relkind_objtype(get_rel_relkind(snapshot)), get_rel_name(snapshot));
+	if (TIMESTAMP_NOT_FINITE(as_of))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("as_of must be a finite time")));
+	require_read_committed(viewid, "load a snapshot into");
+
+	MvBecomeInternal(&save);
+	if (work_mem < 65536)
+		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	cat = lock_view(viewid);
+	if (cat->feed && strcmp(cat->feed, "stream") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("history view \"%s\" is fed by its source's changes", get_rel_name(viewid)),
+				 errdetail("It has been refreshed; a view takes either refreshes or snapshot loads."),
+				 errhint("Create the view WITH NO DATA over a table of the extract's shape and load snapshots into that one.")));
+	def = HistDefForView(viewid, cat);
+	check_snapshot_shape(def, snapshot, viewid);
+	if (!OidIsValid(cat->storage_oid))
+		cat->storage_oid = HistCreateStorage(viewid, def);
+	storage = HistStorageSql(cat);
+
+	MvSpiConnect();
+	mvinc_refresh_depth++;
+	PG_TRY();
+	{
+		Oid			types[2] = {OIDOID, TIMESTAMPTZOID};
+		Datum		args[2] = {ObjectIdGetDatum(viewid), TimestampTzGetDatum(as_of)};
+		bool		isnull;
+
+		/* the next observation after as_of ends what this one says */
+		if (SPI_execute_with_args("SELECT min(as_of) FROM mvinc.history_loads "
+								  "WHERE view = $1::regclass AND as_of > $2",
+								  2, types, args, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read mvinc.history_loads");
+		{
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				until = DatumGetTimestampTz(d);
+		}
+		HistSetState(def, storage, state_sql(def, MvSourceName(snapshot)), NULL, as_of, until, &ap);
+		{
+			Oid			ltypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, INT8OID, INT8OID};
+			Datum		largs[6] = {ObjectIdGetDatum(viewid), TimestampTzGetDatum(as_of),
+				Int64GetDatum(ap.rows), Int64GetDatum(ap.new_keys),
+			Int64GetDatum(ap.changed_keys), Int64GetDatum(ap.closed_keys)};
+
+			if (SPI_execute_with_args("INSERT INTO mvinc.history_loads "
+									  "VALUES ($1::regclass, $2, now(), $3, $4, $5, $6) "
+									  "ON CONFLICT (view, as_of) DO UPDATE SET loaded_at = now(), "
+									  "rows = $3, new = $4, changed = $5, closed = $6",
+									  6, ltypes, largs, NULL, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not record the load");
+		}
+		HistCatalogSetFeed(viewid, "snapshot");
+		HistApplyRetention(cat, storage);
+	}
+	PG_FINALLY();
+	{
+		mvinc_refresh_depth--;
+	}
+	PG_END_TRY();
+	MvSpiFinish();
+	MvEndInternal(&save);
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int64GetDatum(ap.new_keys);
+	values[1] = Int64GetDatum(ap.changed_keys);
+	values[2] = Int64GetDatum(ap.closed_keys);
+	values[3] = Int64GetDatum(ap.rows - ap.new_keys - ap.changed_keys);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/* sql_drop: forget dropped history views and stop consuming their changes */
+Datum
+mvinc_on_history_drop(PG_FUNCTION_ARGS)
+{
+	List	   *views = NIL;
+	List	   *sources = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+	ListCell   *lc,
+			   *lc2;
+	uint64		i;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		elog(ERROR, "not fired by event trigger manager");
+	if (!MvincExtensionReady())
+		return (Datum) 0;
+	MvSpiConnect();
+	if (SPI_execute("DELETE FROM mvinc.history_view v "
+					"USING pg_catalog.pg_event_trigger_dropped_objects() d "
+					"WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+					"AND d.objid = v.view::oid AND d.objsubid = 0 "
+					"RETURNING v.view::oid, v.source::oid", false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not forget dropped history views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		views = lappend_oid(views, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																  SPI_tuptable->tupdesc, 1, &isnull)));
+		sources = lappend_oid(sources, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	  SPI_tuptable->tupdesc, 2, &isnull)));
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	forboth(lc, views, lc2, sources)
+		MvDropConsumer(lfirst_oid(lc2), HistConsumerName(lfirst_oid(lc)));
+	return (Datum) 0;
+}
