@@ -156,3 +156,12 @@ CREATE FUNCTION mvinc._on_history_drop() RETURNS event_trigger
 REVOKE ALL ON FUNCTION mvinc._on_history_drop() FROM PUBLIC;
 CREATE EVENT TRIGGER mvinc_history_sql_drop ON sql_drop
     EXECUTE FUNCTION mvinc._on_history_drop();
+
+-- The versions that captured changes past a history view's checkpoint end
+-- or open, as the statement sees them: reads of the view merge them with
+-- the storage (src/history/hist_read.c).  Called with the reader's rights,
+-- so PUBLIC keeps EXECUTE; it answers only for views the caller may read.
+-- It takes the latest snapshot, which a parallel query cannot.
+CREATE FUNCTION mvinc._history_pending(view oid) RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'mvinc_history_pending';

@@ -95,8 +95,8 @@ HistColumnListSql(HistDef *def, bool keys, bool values, const char *prefix)
 }
 
 /* lalias.k1 = ralias.k1 AND ... (keys are NOT NULL) */
-static char *
-keys_equal_sql(HistDef *def, const char *lalias, const char *ralias)
+char *
+HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -217,7 +217,7 @@ HistSetState(HistDef *def, const char *storage, const char *state_sql,
 							   "UNION ALL SELECT %s, $2, valid_to FROM aff WHERE valid_to > $2 "
 							   "UNION ALL SELECT %s, $1, $2 FROM %s f JOIN %s c USING (%s) "
 							   "WHERE c._mvinc_in",
-							   storage, changed, keys_equal_sql(def, "h", "c"), pieces,
+							   storage, changed, HistKeysEqualSql(def, "h", "c"), pieces,
 							   all, all, HistColumnListSql(def, true, true, "f"), state,
 							   changed, keys),
 					  NULL, t, u, SPI_OK_INSERT);
@@ -266,26 +266,21 @@ values_with_comma(HistDef *def, const char *prefix)
 }
 
 /*
- * Apply the captured changes of changelog that delta selects (a condition
- * on alias s).  truncates: the delta holds TRUNCATE rows.
+ * The delta's change-log rows (alias s, condition delta), projected: the
+ * key of every image, the values and the WHERE of new ones.  Columns:
+ * _mvinc_lsn, _mvinc_time, _mvinc_seq, _mvinc_trunc, _mvinc_new, the
+ * view's columns, _mvinc_in.
  */
-void
-HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
-				const char *delta, bool truncates, HistApplied *out)
+char *
+HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta)
 {
-	char	   *rows = temp_name("delta");
-	char	   *events = temp_name("events");
-	char	   *keys = HistColumnListSql(def, true, false, NULL);
-	char	   *vals = values_with_comma(def, NULL);
 	StringInfoData sql;
 	ListCell   *lc;
 
-	/* the delta's rows, projected: keys of every image, values of new ones */
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT s._mvinc_lsn, "
-					 "s._mvinc_time, s._mvinc_seq, s._mvinc_op = 't' AS _mvinc_trunc, "
-					 "s._mvinc_image = 'n' AND s._mvinc_op <> 't' AS _mvinc_new",
-					 rows);
+	appendStringInfoString(&sql, "SELECT s._mvinc_lsn, s._mvinc_time, s._mvinc_seq, "
+						   "s._mvinc_op = 't' AS _mvinc_trunc, "
+						   "s._mvinc_image = 'n' AND s._mvinc_op <> 't' AS _mvinc_new");
 	foreach(lc, def->columns)
 	{
 		HistColumn *col = lfirst(lc);
@@ -302,21 +297,33 @@ HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
 					 def->where ? psprintf("coalesce((%s), false)",
 										   MvExprSql(def->sourceid, def->where, "s")) : "true",
 					 changelog, delta);
-	run(sql.data, NULL, 0, 0, SPI_OK_UTILITY);
+	return sql.data;
+}
 
-	/*
-	 * Per key: the state after each transaction (the last image of the key
-	 * in it: a TRUNCATE ends every key present then), the latest stored
-	 * version before them, the transactions that change the state, their
-	 * times made increasing, and each new version's end.
-	 */
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS WITH "
+/*
+ * The events of the projected delta rows in relation rows (see
+ * HistDeltaRowsSql), as one query: per key, the state after each
+ * transaction (the last image of the key in it; a TRUNCATE ends every key
+ * present then), the latest stored version before them (lsn 0/0), the
+ * transactions that change the state, their times made increasing
+ * (_mvinc_eff), and each new version's end (_mvinc_next).  extra_ctes, if
+ * any, go first in its WITH list.
+ */
+char *
+HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncates,
+			  const char *extra_ctes)
+{
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	char	   *vals = values_with_comma(def, NULL);
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "WITH %s"
 					 "ev AS (SELECT DISTINCT ON (%s, _mvinc_lsn) %s, _mvinc_lsn, _mvinc_time, "
 					 "        _mvinc_new AND _mvinc_in AS _mvinc_present%s "
 					 "  FROM (SELECT %s, _mvinc_lsn, _mvinc_time, _mvinc_seq, _mvinc_new, _mvinc_in%s "
 					 "          FROM %s WHERE NOT _mvinc_trunc",
-					 events, keys, keys, vals, keys, vals, rows);
+					 extra_ctes ? extra_ctes : "", keys, keys, vals, keys, vals, rows);
 	if (truncates)
 		appendStringInfo(&sql, " UNION ALL SELECT %s, t._mvinc_lsn, t._mvinc_time, t._mvinc_seq, "
 						 "false, false%s FROM %s t, "
@@ -348,15 +355,41 @@ HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
 					 HistColumnListSql(def, true, false, "h"), keys, keys,
 					 values_equal_sql(def, "lag(a.%s) OVER kw", "a.%s"), keys,
 					 keys, keys, keys);
-	run(sql.data, NULL, 0, 0, SPI_OK_UTILITY);
+	return sql.data;
+}
+
+/* Of the events in relation events: the first change of each key */
+char *
+HistFirstEventsSql(HistDef *def, const char *events)
+{
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+
+	return psprintf("SELECT DISTINCT ON (%s) %s, _mvinc_eff FROM %s "
+					"WHERE _mvinc_lsn > '0/0' ORDER BY %s, _mvinc_lsn",
+					keys, keys, events, keys);
+}
+
+/*
+ * Apply the captured changes of changelog that delta selects (a condition
+ * on alias s).  truncates: the delta holds TRUNCATE rows.
+ */
+void
+HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
+				const char *delta, bool truncates, HistApplied *out)
+{
+	char	   *rows = temp_name("delta");
+	char	   *events = temp_name("events");
+
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", rows,
+				 HistDeltaRowsSql(def, changelog, delta)), NULL, 0, 0, SPI_OK_UTILITY);
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", events,
+				 HistEventsSql(def, storage, rows, truncates, NULL)), NULL, 0, 0, SPI_OK_UTILITY);
 
 	/* the current versions end at their key's first change */
-	out->closed = run(psprintf("UPDATE %s h SET valid_to = x._mvinc_eff "
-							   "FROM (SELECT DISTINCT ON (%s) %s, _mvinc_eff FROM %s "
-							   "      WHERE _mvinc_lsn > '0/0' ORDER BY %s, _mvinc_lsn) x "
+	out->closed = run(psprintf("UPDATE %s h SET valid_to = x._mvinc_eff FROM (%s) x "
 							   "WHERE %s AND h.valid_to = 'infinity'",
-							   storage, keys, keys, events, keys,
-							   keys_equal_sql(def, "h", "x")),
+							   storage, HistFirstEventsSql(def, events),
+							   HistKeysEqualSql(def, "h", "x")),
 					  NULL, 0, 0, SPI_OK_UPDATE);
 	out->opened = run(psprintf("INSERT INTO %s (%s, valid_from, valid_to) "
 							   "SELECT %s, _mvinc_eff, coalesce(_mvinc_next, 'infinity') "

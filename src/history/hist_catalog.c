@@ -322,22 +322,6 @@ HistConsumerName(Oid viewid)
 	return psprintf("hv_%u", viewid);
 }
 
-/*
- * The SQL a read of the view runs: its storage, columns by position (the
- * view's own names may have been renamed).  Without a storage (a restored
- * view not adopted yet) the history is not there: the matview's empty
- * relation answers.
- */
-char *
-HistReadSql(Oid viewid)
-{
-	HistCatalog *cat = HistCatalogLookup(viewid, false);
-
-	if (cat && OidIsValid(cat->storage_oid))
-		return psprintf("SELECT * FROM %s", HistStorageSql(cat));
-	return NULL;
-}
-
 /* ALTER MATERIALIZED VIEW .. SET / RESET (mvinc.history_retention) */
 void
 HistSetRetention(Oid viewid, const char *retention)

@@ -102,9 +102,13 @@ extern void HistSetRetention(Oid viewid, const char *retention);
 
 /* hist_apply.c */
 extern char *HistColumnListSql(HistDef *def, bool keys, bool values, const char *prefix);
-extern char *HistProjectionSql(HistDef *def, const char *from, bool image_only);
 extern void HistSetState(HistDef *def, const char *storage, const char *state_sql,
 						 Snapshot snap, TimestampTz t, TimestampTz u, HistApplied *out);
+extern char *HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias);
+extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta);
+extern char *HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncates,
+						   const char *extra_ctes);
+extern char *HistFirstEventsSql(HistDef *def, const char *events);
 extern void HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
 							const char *delta, bool truncates, HistApplied *out);
 extern void HistApplyRetention(HistCatalog *cat, const char *storage);

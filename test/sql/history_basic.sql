@@ -49,7 +49,27 @@ UPDATE hb_users SET name = NULL WHERE user_id = 1;           -- NULL to NULL: no
 UPDATE hb_users SET user_level = 2 WHERE user_id = 1;        -- several changes in one day
 UPDATE hb_users SET user_level = 3 WHERE user_id = 1;
 CALL hb_mark(6);
+-- never stale: before any refresh, reads apply the captured changes
+-- as of every mark, the unrefreshed view equals the source's state then
+SELECT m.step, count(*) FILTER (WHERE x.side = 'view') AS only_view,
+       count(*) FILTER (WHERE x.side = 'source') AS only_source
+  FROM (SELECT DISTINCT step, at FROM hb_marks WHERE user_id IS NULL) m
+  LEFT JOIN LATERAL (
+    (SELECT 'view' AS side, * FROM (SELECT user_id, user_level, name FROM hb_h
+                                     WHERE valid_from <= m.at AND m.at < valid_to
+                                    EXCEPT ALL SELECT user_id, user_level, name FROM hb_marks
+                                     WHERE step = m.step AND user_id IS NOT NULL) a)
+    UNION ALL
+    (SELECT 'source', * FROM (SELECT user_id, user_level, name FROM hb_marks
+                               WHERE step = m.step AND user_id IS NOT NULL
+                              EXCEPT ALL SELECT user_id, user_level, name FROM hb_h
+                               WHERE valid_from <= m.at AND m.at < valid_to) b)) x ON true
+ GROUP BY m.step ORDER BY m.step;
+PREPARE hb_current AS SELECT user_id, user_level, name FROM hb_h
+  WHERE valid_to = 'infinity' ORDER BY 1;
+EXECUTE hb_current;
 REFRESH MATERIALIZED VIEW hb_h;
+EXECUTE hb_current;
 SELECT user_id, user_level, name, valid_to = 'infinity' AS current
   FROM hb_h ORDER BY user_id, valid_from;
 SELECT * FROM mvinc.history_check('hb_h');
@@ -176,6 +196,16 @@ SELECT count(*) > 0 AS reads FROM hb_users;
 SELECT count(*) FROM mvinc.history_check('hb_h');
 REFRESH MATERIALIZED VIEW hb_h;
 RESET ROLE;
+-- through a plain view whose owner may read it, pending changes included
+CREATE VIEW hb_current_users AS SELECT user_id, user_level FROM hb_h WHERE valid_to = 'infinity';
+GRANT SELECT ON hb_current_users TO hb_other;
+UPDATE hb_users SET user_level = 42 WHERE user_id = 1;
+SET ROLE hb_other;
+SELECT * FROM hb_current_users ORDER BY 1;
+SELECT * FROM mvinc._history_pending('hb_h'::regclass) AS p(user_id int, user_level int, name text,
+  valid_from timestamptz, valid_to timestamptz, c bool);
+RESET ROLE;
+DROP VIEW hb_current_users;
 SET ROLE hb_other;
 SELECT count(*) FROM hb_h;
 RESET ROLE;

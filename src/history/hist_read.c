@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ * hist_read.c
+ *	  Reads of history views: never stale.  A read sees every change of the
+ *	  source committed before its snapshot, refreshed or not: the stored
+ *	  versions, with the pending captured changes applied on the fly.
+ *
+ *	  The read query (HistReadSql, put in place of the view by mv's
+ *	  planner hook) is the storage minus the current versions that pending
+ *	  changes end, plus mvinc._history_pending(view): those versions ended,
+ *	  and the versions the pending changes open.  Conditions on the view
+ *	  reach the storage's index.  _history_pending reads the checkpoint and
+ *	  the storage in the statement's snapshot and the change log in the
+ *	  latest one (capture may write rows the statement sees after its
+ *	  snapshot), as the hybrid reads of incremental views do, after waiting
+ *	  for capture to reach the source's last commit.  A read never waits
+ *	  for or shows the reader's own uncommitted changes: they have no
+ *	  commit time yet.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+#include "utils/varlena.h"
+
+#include "history/history.h"
+#include "mv/mv.h"
+
+PG_FUNCTION_INFO_V1(mvinc_history_pending);
+
+/* How long a read waits for capture to reach its source's last commit */
+#define HIST_READ_WAIT_MS 10000
+
+/*
+ * The read query of a history view, or NULL without storage.  Column
+ * names and types are the storage's (by position: the view's names may
+ * have been renamed since).
+ */
+char *
+HistReadSql(Oid viewid)
+{
+	HistCatalog *cat = HistCatalogLookup(viewid, false);
+	Relation	rel;
+	TupleDesc	desc;
+	StringInfoData cols;
+	StringInfoData types;
+	StringInfoData keys;
+	char	   *keycopy;
+	List	   *keynames;
+	ListCell   *lc;
+	int			i;
+
+	if (cat == NULL || !OidIsValid(cat->storage_oid))
+		return NULL;
+	rel = relation_open(cat->storage_oid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	initStringInfo(&cols);
+	initStringInfo(&types);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "", quote_identifier(NameStr(att->attname)));
+		appendStringInfo(&types, "%s%s %s", types.len ? ", " : "",
+						 quote_identifier(NameStr(att->attname)),
+						 MvTypeSql(att->atttypid, att->atttypmod));
+	}
+	relation_close(rel, AccessShareLock);
+
+	initStringInfo(&keys);
+	keycopy = pstrdup(cat->key_list);
+	if (!SplitIdentifierString(keycopy, ',', &keynames))
+		elog(ERROR, "bad key list of history view %u", viewid);
+	foreach(lc, keynames)
+		appendStringInfo(&keys, " AND p.%s = h.%s", quote_identifier(lfirst(lc)),
+						 quote_identifier(lfirst(lc)));
+
+	return psprintf("WITH p AS MATERIALIZED (SELECT * FROM mvinc._history_pending(%u::pg_catalog.oid) "
+					"AS p(%s, _mvinc_closes pg_catalog.bool)) "
+					"SELECT %s FROM %s h WHERE NOT EXISTS (SELECT FROM p WHERE p._mvinc_closes%s "
+					"AND p.valid_from = h.valid_from) "
+					"UNION ALL SELECT %s FROM p",
+					viewid, types.data, cols.data, HistStorageSql(cat), keys.data, cols.data);
+}
+
+/* The checkpoint and storage of a history view in the statement's snapshot */
+static HistCatalog *
+lookup_in_snapshot(Oid viewid, Snapshot snap)
+{
+	HistCatalog *cat = NULL;
+	MemoryContext outer = CurrentMemoryContext;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(viewid)};
+	SPIPlanPtr	plan = SPI_prepare("SELECT source::oid, "
+								   "(SELECT string_agg(quote_ident(k), ', ' ORDER BY o) "
+								   "   FROM unnest(key_columns) WITH ORDINALITY u(k, o)), "
+								   "storage_name::text, checkpoint_snapshot::text, checkpoint_lsn "
+								   "FROM mvinc.history_view WHERE view = $1::regclass "
+								   "AND feed = 'stream' AND checkpoint_lsn IS NOT NULL", 1, types);
+
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, values, NULL, snap, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mvinc.history_view");
+	if (SPI_processed > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		cat = palloc0(sizeof(HistCatalog));
+		cat->viewid = viewid;
+		cat->sourceid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		cat->key_list = SPI_getvalue(tup, desc, 2);
+		cat->storage_name = SPI_getvalue(tup, desc, 3);
+		cat->storage_oid = get_relname_relid(cat->storage_name, MvincSchemaOid());
+		cat->checkpoint_snapshot = SPI_getvalue(tup, desc, 4);
+		cat->checkpoint_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 5, &isnull));
+		MemoryContextSwitchTo(spicxt);
+	}
+	SPI_freeplan(plan);
+	return cat;
+}
+
+/* Type of the i-th column of HistDeltaRowsSql's rows */
+static char *
+delta_column_type(HistDef *def, int i)
+{
+	static const char *fixed[] = {"pg_lsn", "timestamptz", "int4", "bool", "bool"};
+	HistColumn *col;
+
+	if (i < 5)
+		return (char *) fixed[i];
+	if (i == 5 + list_length(def->columns))
+		return "bool";
+	col = list_nth(def->columns, i - 5);
+	return MvTypeSql(col->typid, col->typmod);
+}
+
+/*
+ * mvinc._history_pending(view): the versions that the captured changes
+ * past the view's checkpoint end (_mvinc_closes) or open, as the
+ * statement's snapshot sees them.  Empty when there are none, or when the
+ * view is not fed by the change stream.
+ */
+Datum
+mvinc_history_pending(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Snapshot	snap = GetActiveSnapshot();
+	HistCatalog *cat;
+	HistDef    *def;
+	Oid			changelog;
+	XLogRecPtr	target;
+	Snapshot	latest;
+	SPIPlanPtr	plan;
+	char	   *sql;
+	int			ncols;
+	Datum	   *args;
+	Oid		   *argtypes;
+	StringInfoData unnest;
+	StringInfoData names;
+	StringInfoData casts;
+	uint64		nrows;
+	uint64		r;
+	int			c;
+	bool		truncates = false;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (!MvMayReadView(viewid))
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_MATVIEW, get_rel_name(viewid));
+
+	MvSpiConnect();
+	cat = lookup_in_snapshot(viewid, snap);
+	if (cat == NULL || !OidIsValid(cat->storage_oid) ||
+		!OidIsValid(changelog = MvChangeLogRelid(cat->sourceid)))
+	{
+		MvSpiFinish();
+		return (Datum) 0;
+	}
+	def = HistDefForView(viewid, cat);
+
+	/* every commit the snapshot sees that changed the source is captured */
+	target = MvCaptureTarget(cat->sourceid, MvInsertLsn());
+	if (!MvTryWaitForCapture(target, HIST_READ_WAIT_MS))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot read history view \"%s\": change capture is behind",
+						get_rel_name(viewid)),
+				 errdetail("Changes of \"%s\" committed before this statement are not captured yet.",
+						   get_rel_name(cat->sourceid)),
+				 errhint("Check mvinc.capture for the capture worker's state, then retry.")));
+
+	/* the rows past the checkpoint that the statement sees, in the latest snapshot */
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	sql = HistDeltaRowsSql(def, MvSourceName(changelog),
+						   psprintf("s._mvinc_lsn > '%X/%X' "
+									"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
+									"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+									LSN_FORMAT_ARGS(cat->checkpoint_lsn),
+									MvSnapshotText(snap, false), cat->checkpoint_snapshot));
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the pending changes of history view %u", viewid);
+	SPI_freeplan(plan);
+	if (MvRetainedFromIn(cat->sourceid, latest) > cat->checkpoint_lsn)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not read the changes of history view \"%s\"", get_rel_name(viewid)),
+				 errdetail("A refresh and change-log retention passed the view's checkpoint that this read sees."),
+				 errhint("Retry the statement.")));
+	UnregisterSnapshot(latest);
+	nrows = SPI_processed;
+	if (nrows == 0)
+	{
+		MvSpiFinish();
+		return (Datum) 0;
+	}
+
+	/* hand them to the events query as text arrays, one per column */
+	ncols = SPI_tuptable->tupdesc->natts;
+	args = palloc(sizeof(Datum) * ncols);
+	argtypes = palloc(sizeof(Oid) * ncols);
+	initStringInfo(&unnest);
+	initStringInfo(&names);
+	initStringInfo(&casts);
+	for (c = 0; c < ncols; c++)
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * nrows);
+		bool	   *nulls = palloc(sizeof(bool) * nrows);
+		int			dims[1] = {(int) nrows};
+		int			lbs[1] = {1};
+
+		for (r = 0; r < nrows; r++)
+		{
+			char	   *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
+
+			nulls[r] = (v == NULL);
+			if (c == 3 && v && strcmp(v, "t") == 0)
+				truncates = true;	/* _mvinc_trunc */
+			elems[r] = v ? CStringGetTextDatum(v) : (Datum) 0;
+		}
+		args[c] = PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID,
+													 -1, false, TYPALIGN_INT));
+		argtypes[c] = TEXTARRAYOID;
+		appendStringInfo(&unnest, "%s$%d", c ? ", " : "", c + 1);
+		appendStringInfo(&names, "%sc%d", c ? ", " : "", c);
+		appendStringInfo(&casts, "%su.c%d::%s AS %s", c ? ", " : "", c,
+						 delta_column_type(def, c),
+						 quote_identifier(SPI_fname(SPI_tuptable->tupdesc, c + 1)));
+	}
+
+	/* the current versions they end, and the versions they open */
+	{
+		char	   *storage = HistStorageSql(cat);
+		char	   *all = HistColumnListSql(def, true, true, NULL);
+		char	   *events = HistEventsSql(def, storage, "d", truncates,
+										   psprintf("d AS (SELECT %s FROM unnest(%s) AS u(%s)), ",
+													casts.data, unnest.data, names.data));
+
+		sql = psprintf("WITH e AS MATERIALIZED (%s) "
+					   "SELECT %s, h.valid_from, x._mvinc_eff, true FROM %s h JOIN (%s) x ON %s "
+					   "WHERE h.valid_to = 'infinity' "
+					   "UNION ALL SELECT %s, _mvinc_eff, coalesce(_mvinc_next, 'infinity'), false "
+					   "FROM e WHERE _mvinc_lsn > '0/0' AND _mvinc_present",
+					   events, HistColumnListSql(def, true, true, "h"), storage,
+					   HistFirstEventsSql(def, "e"), HistKeysEqualSql(def, "h", "x"), all);
+	}
+	plan = SPI_prepare(sql, ncols, argtypes);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, args, NULL, snap, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not apply the pending changes of history view %u", viewid);
+	for (r = 0; r < SPI_processed; r++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[r]);
+	SPI_freeplan(plan);
+	MvSpiFinish();
+	return (Datum) 0;
+}
