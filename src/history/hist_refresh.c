@@ -221,13 +221,12 @@ HistRefresh(Oid viewid, bool skip_data)
 				 errdetail("Its versions come from mvinc.history_load(), not from its source's changes."),
 				 errhint("Load the next snapshot with mvinc.history_load().")));
 	def = HistDefForView(viewid, cat);
-	if (MvXactModified(def->sourceid))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot refresh history view \"%s\" in a transaction that changed its source",
-						get_rel_name(viewid)),
-				 errdetail("A version starts when the transaction that made it commits."),
-				 errhint("Commit the changes first, then refresh.")));
+	/*
+	 * The transaction's own changes to the source (before or after this
+	 * refresh) are applied by a refresh after it commits: the checkpoint
+	 * counts its xid as running.  The initial computation reads them,
+	 * and they stay unchanged at commit.
+	 */
 	if (!OidIsValid(cat->storage_oid))
 		cat->storage_oid = HistCreateStorage(viewid, def);
 	storage = HistStorageSql(cat);

@@ -166,9 +166,11 @@ REFRESH MATERIALIZED VIEW hb_h WITH NO DATA;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 REFRESH MATERIALIZED VIEW hb_h;
 ROLLBACK;
+-- a transaction's own changes wait for its commit (they have no commit time yet)
 BEGIN;
-UPDATE hb_users SET user_level = 0;
+UPDATE hb_users SET user_level = 0 WHERE user_id = 1;
 REFRESH MATERIALIZED VIEW hb_h;
+SELECT user_id, user_level FROM hb_h WHERE user_id = 1 AND valid_to = 'infinity';
 ROLLBACK;
 SELECT * FROM mvinc.history_load('hb_h', 'hb_users', now());
 SELECT * FROM mvinc.history_load('hb_users', 'hb_users', now());
