@@ -71,6 +71,47 @@ index_within_keys(Relation index, List *keys)
 }
 
 /*
+ * Does a unique, valid, non-partial index on plain columns of relid lie
+ * within the key (matched by the source's column names)?  Then relid
+ * holds at most one row per key.
+ */
+bool
+HistKeyIsUnique(HistDef *def, Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	bool		unique = false;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		ok = index->rd_index->indisunique && index->rd_index->indisvalid &&
+			index->rd_index->indimmediate &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
+		int			i;
+
+		for (i = 0; ok && i < index->rd_index->indnkeyatts; i++)
+		{
+			char	   *name = get_attname(relid, index->rd_index->indkey.values[i], false);
+			bool		found = false;
+			ListCell   *lk;
+
+			foreach(lk, def->keys)
+				if (strcmp(get_attname(def->sourceid, ((HistColumn *) lfirst(lk))->srcattnum, false),
+						   name) == 0)
+					found = true;
+			ok = found;
+		}
+		unique |= ok;
+		index_close(index, AccessShareLock);
+	}
+	table_close(rel, AccessShareLock);
+	return unique;
+}
+
+/*
  * Check that keys identify a source row (some unique, non-partial index
  * on plain columns lies within them) and find whether the replica
  * identity's old images carry them (else capture logs whole old rows).

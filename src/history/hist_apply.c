@@ -144,13 +144,115 @@ values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
 	return buf.len ? buf.data : "true";
 }
 
+/* NULL::type of each value column, for the rows a TRUNCATE makes */
+static char *
+null_values_sql(HistDef *def)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+
+		if (!col->is_key)
+			appendStringInfo(&buf, ", NULL::%s", MvTypeSql(col->typid, col->typmod));
+	}
+	return buf.data;
+}
+
+/* ", a.v1, a.v2" (or "" without value columns) */
+static char *
+values_with_comma(HistDef *def, const char *prefix)
+{
+	char	   *v = HistColumnListSql(def, false, true, prefix);
+
+	return *v ? psprintf(", %s", v) : "";
+}
+
+/*
+ * Refuse a state with several rows for one key, naming up to five keys;
+ * returns its number of rows.
+ */
+static int64
+check_duplicates(HistDef *def, const char *state_sql, Snapshot snap)
+{
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	bool		isnull;
+	Datum		dups;
+	int64		rows;
+
+	run(psprintf("SELECT coalesce(sum(n), 0)::int8, array_to_string((array_agg(ROW(%s)::text "
+				 "ORDER BY ROW(%s)::text) FILTER (WHERE n > 1))[1:6], ', ') "
+				 "FROM (SELECT %s, count(*) AS n FROM (%s) s GROUP BY %s) g",
+				 keys, keys, keys, state_sql, keys), snap, 0, 0, SPI_OK_SELECT);
+	rows = first_int8(1);
+	dups = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("the snapshot holds more than one row for some keys (%s)", keys),
+				 errdetail("Keys with several rows (at most six shown): %s.", TextDatumGetCString(dups)),
+				 errhint("Remove the duplicates from the snapshot; nothing was loaded.")));
+	return rows;
+}
+
+/*
+ * The state at t holds from t on, and no version starts or ends after t
+ * (a load newer than every other, or empty storage): only current
+ * versions can change.  Those of keys that left or changed end at t (an
+ * update of valid_to, which no index covers: HOT where it fits); new and
+ * changed keys open a version at t.
+ */
+static void
+set_state_in_order(HistDef *def, const char *storage, const char *state_sql,
+				   Snapshot snap, TimestampTz t, HistApplied *out)
+{
+	char	   *changed = temp_name("changed");
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	char	   *all = HistColumnListSql(def, true, true, NULL);
+	char	   *vals = values_with_comma(def, "f");
+
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS "
+				 "SELECT %s%s, f._mvinc_f IS NOT NULL AS _mvinc_in, o._mvinc_o IS NOT NULL AS _mvinc_covered "
+				 "FROM (SELECT s.*, true AS _mvinc_f FROM (%s) s) f "
+				 "FULL JOIN (SELECT h.*, true AS _mvinc_o FROM %s h WHERE h.valid_to = 'infinity') o "
+				 "USING (%s) "
+				 "WHERE f._mvinc_f IS NULL OR o._mvinc_o IS NULL OR NOT (%s)",
+				 changed, keys, vals, state_sql, storage, keys,
+				 values_equal_sql(def, "f.%s", "o.%s")),
+		snap, t, t, SPI_OK_UTILITY);
+	/* its size, for the join below (the storage is the side to probe) */
+	run(psprintf("ANALYZE %s", changed), NULL, t, t, SPI_OK_UTILITY);
+	run(psprintf("SELECT count(*) FILTER (WHERE _mvinc_in AND NOT _mvinc_covered), "
+				 "count(*) FILTER (WHERE _mvinc_in AND _mvinc_covered), "
+				 "count(*) FILTER (WHERE NOT _mvinc_in) FROM %s", changed),
+		NULL, t, t, SPI_OK_SELECT);
+	out->new_keys = first_int8(1);
+	out->changed_keys = first_int8(2);
+	out->closed_keys = first_int8(3);
+	out->closed = run(psprintf("UPDATE %s h SET valid_to = $1 FROM %s c WHERE %s "
+							   "AND c._mvinc_covered AND h.valid_to = 'infinity'",
+							   storage, changed, HistKeysEqualSql(def, "h", "c")),
+					  NULL, t, t, SPI_OK_UPDATE);
+	out->opened = run(psprintf("INSERT INTO %s (%s, valid_from, valid_to) "
+							   "SELECT %s, $1, 'infinity' FROM %s WHERE _mvinc_in",
+							   storage, all, all, changed),
+					  NULL, t, t, SPI_OK_INSERT);
+	run(psprintf("DROP TABLE %s", changed), NULL, t, t, SPI_OK_UTILITY);
+}
+
 /*
  * The state over [t, u) becomes state_sql's rows (every view column, by
- * name; read under snap when given).  Fills out's key counts.
+ * name; read under snap when given).  unique: a unique index proves that
+ * the state has one row per key (else it is checked).  in_order: no
+ * version starts or ends after t.  Fills out's key counts.
  */
 void
 HistSetState(HistDef *def, const char *storage, const char *state_sql,
-			 Snapshot snap, TimestampTz t, TimestampTz u, HistApplied *out)
+			 Snapshot snap, TimestampTz t, TimestampTz u, bool in_order, bool unique,
+			 HistApplied *out)
 {
 	char	   *state = temp_name("state");
 	char	   *changed = temp_name("changed");
@@ -158,28 +260,20 @@ HistSetState(HistDef *def, const char *storage, const char *state_sql,
 	char	   *keys = HistColumnListSql(def, true, false, NULL);
 	char	   *all = HistColumnListSql(def, true, true, NULL);
 
-	out->rows = run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", state, state_sql),
-					snap, t, u, SPI_OK_UTILITY);
-
-	/* several rows of one key: refused, with the keys */
-	run(psprintf("SELECT ROW(%s)::text FROM %s GROUP BY %s HAVING count(*) > 1 ORDER BY 1 LIMIT 5",
-				 keys, state, keys), NULL, t, u, SPI_OK_SELECT);
-	if (SPI_processed > 0)
+	if (unique)
 	{
-		StringInfoData dups;
-		uint64		i;
-
-		initStringInfo(&dups);
-		for (i = 0; i < SPI_processed; i++)
-			appendStringInfo(&dups, "%s%s", i ? ", " : "",
-							 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("the snapshot holds more than one row for some keys (%s)", keys),
-				 errdetail("Keys with several rows: %s%s.", dups.data,
-						   SPI_processed == 5 ? ", ..." : ""),
-				 errhint("Remove the duplicates from the snapshot; nothing was loaded.")));
+		run(psprintf("SELECT count(*) FROM (%s) s", state_sql), snap, t, u, SPI_OK_SELECT);
+		out->rows = first_int8(1);
 	}
+	else
+		out->rows = check_duplicates(def, state_sql, snap);
+	if (in_order)
+	{
+		set_state_in_order(def, storage, state_sql, snap, t, out);
+		return;
+	}
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", state, state_sql),
+		snap, t, u, SPI_OK_UTILITY);
 
 	/* keys whose versions over [t, u) are not already exactly the state */
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS "
@@ -236,33 +330,6 @@ HistSetState(HistDef *def, const char *storage, const char *state_sql,
 							   pieces, HistColumnListSql(def, true, false, "p")),
 					  NULL, t, u, SPI_OK_INSERT);
 	run(psprintf("DROP TABLE %s, %s, %s", state, changed, pieces), NULL, t, u, SPI_OK_UTILITY);
-}
-
-/* NULL::type of each value column, for the rows a TRUNCATE makes */
-static char *
-null_values_sql(HistDef *def)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	foreach(lc, def->columns)
-	{
-		HistColumn *col = lfirst(lc);
-
-		if (!col->is_key)
-			appendStringInfo(&buf, ", NULL::%s", MvTypeSql(col->typid, col->typmod));
-	}
-	return buf.data;
-}
-
-/* ", a.v1, a.v2" (or "" without value columns) */
-static char *
-values_with_comma(HistDef *def, const char *prefix)
-{
-	char	   *v = HistColumnListSql(def, false, true, prefix);
-
-	return *v ? psprintf(", %s", v) : "";
 }
 
 /*

@@ -228,9 +228,11 @@ HistCreateStorage(Oid viewid, HistDef *def)
 			appendStringInfo(&sql, " COLLATE %s", MvCollationSql(col->collation));
 		appendStringInfoString(&sql, col->is_key ? " NOT NULL, " : ", ");
 	}
+	/* room on each page for the update that ends a version to be HOT */
 	appendStringInfoString(&sql, "valid_from pg_catalog.timestamptz NOT NULL, "
 						   "valid_to pg_catalog.timestamptz NOT NULL, "
-						   "CHECK (valid_from OPERATOR(pg_catalog.<) valid_to))");
+						   "CHECK (valid_from OPERATOR(pg_catalog.<) valid_to)) "
+						   "WITH (fillfactor = 85)");
 	MvSpiConnect();
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not create history storage: %s", sql.data);

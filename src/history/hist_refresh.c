@@ -128,8 +128,11 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	before = MvInsertLsn();
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	snaptext = MvSnapshotText(snap, false);
+	/* empty storage (not a restored one): only versions to open */
+	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", storage), true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the history storage");
 	HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(def->sourceid))),
-				 snap, t, DT_NOEND, &ap);
+				 snap, t, DT_NOEND, SPI_processed == 0, true, &ap);
 	UnregisterSnapshot(snap);
 	MvSetConsumer(def->sourceid, HistConsumerName(viewid), before);
 	HistCatalogSetCheckpoint(viewid, snaptext, before, ap.opened + ap.closed);
@@ -174,7 +177,7 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 						   LSN_FORMAT_ARGS(L)),
 				 errhint("The versions of the rows changed since then start now; the intermediate ones are missing.")));
 		HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(source))),
-					 snap, GetCurrentStatementStartTimestamp(), DT_NOEND, &ap);
+					 snap, GetCurrentStatementStartTimestamp(), DT_NOEND, false, true, &ap);
 	}
 	else if (sum.inserts + sum.others + sum.truncates > 0)
 		HistApplyEvents(def, storage, MvSourceName(changelog),
@@ -367,9 +370,16 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 		Datum		args[2] = {ObjectIdGetDatum(viewid), TimestampTzGetDatum(as_of)};
 		bool		isnull;
 
-		/* the next observation after as_of ends what this one says */
-		if (SPI_execute_with_args("SELECT min(as_of) FROM mvinc.history_loads "
-								  "WHERE view = $1::regclass AND as_of > $2",
+		bool		in_order;
+
+		/*
+		 * The next observation after as_of ends what this one says.  Every
+		 * version starts and ends at a load's time: after a load newer than
+		 * all others only current versions change.
+		 */
+		if (SPI_execute_with_args("SELECT min(as_of) FILTER (WHERE as_of > $2), "
+								  "coalesce(max(as_of) < $2, true) FROM mvinc.history_loads "
+								  "WHERE view = $1::regclass",
 								  2, types, args, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read mvinc.history_loads");
 		{
@@ -377,8 +387,11 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 
 			if (!isnull)
 				until = DatumGetTimestampTz(d);
+			in_order = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												  2, &isnull));
 		}
-		HistSetState(def, storage, state_sql(def, MvSourceName(snapshot)), NULL, as_of, until, &ap);
+		HistSetState(def, storage, state_sql(def, MvSourceName(snapshot)), NULL, as_of, until,
+					 in_order, HistKeyIsUnique(def, snapshot), &ap);
 		{
 			Oid			ltypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, INT8OID, INT8OID};
 			Datum		largs[6] = {ObjectIdGetDatum(viewid), TimestampTzGetDatum(as_of),

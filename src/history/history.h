@@ -103,7 +103,9 @@ extern void HistSetRetention(Oid viewid, const char *retention);
 /* hist_apply.c */
 extern char *HistColumnListSql(HistDef *def, bool keys, bool values, const char *prefix);
 extern void HistSetState(HistDef *def, const char *storage, const char *state_sql,
-						 Snapshot snap, TimestampTz t, TimestampTz u, HistApplied *out);
+						 Snapshot snap, TimestampTz t, TimestampTz u, bool in_order,
+						 bool unique, HistApplied *out);
+extern bool HistKeyIsUnique(HistDef *def, Oid relid);
 extern char *HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias);
 extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta);
 extern char *HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncates,
