@@ -15,6 +15,7 @@
 #include "access/table.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -299,4 +300,93 @@ HistDefForView(Oid viewid, HistCatalog *cat)
 	def = HistAnalyze(q, colnames, RelationGetRelationName(rel), &opts);
 	relation_close(rel, NoLock);
 	return def;
+}
+
+/* Attribute numbers of the key columns of an index of relid */
+static Bitmapset *
+index_columns(Oid indexoid)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	Bitmapset  *cols = NULL;
+	int			i;
+
+	for (i = 0; i < index->rd_index->indnkeyatts; i++)
+		cols = bms_add_member(cols, index->rd_index->indkey.values[i]);
+	index_close(index, AccessShareLock);
+	return cols;
+}
+
+/*
+ * ALTER TABLE relid REPLICA IDENTITY ...: refuse an identity whose old
+ * rows would lack the key of a history view of the table (its deletes
+ * and key changes could not be told apart).  FULL always holds it.
+ */
+void
+HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
+{
+	Bitmapset  *identity = NULL;
+	List	   *views = NIL;
+	ListCell   *lc;
+	uint64		i;
+
+	if (ri->identity_type == REPLICA_IDENTITY_FULL || ri->identity_type == REPLICA_IDENTITY_NOTHING)
+		return;
+	if (ri->identity_type == REPLICA_IDENTITY_DEFAULT)
+	{
+		Relation	rel = table_open(relid, AccessShareLock);
+		Oid			pk = RelationGetPrimaryKeyIndex(rel);
+
+		table_close(rel, AccessShareLock);
+		if (OidIsValid(pk))
+			identity = index_columns(pk);
+	}
+	else
+	{
+		Oid			index = get_relname_relid(ri->name, get_rel_namespace(relid));
+
+		if (!OidIsValid(index))
+			return;				/* PostgreSQL says so */
+		identity = index_columns(index);
+	}
+
+	MvSpiConnect();
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+		MemoryContext outer = CurrentMemoryContext;
+
+		if (SPI_execute_with_args("SELECT view::oid FROM mvinc.history_view WHERE source = $1::regclass",
+								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read mvinc.history_view");
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+			MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+			views = lappend_oid(views, v);
+			MemoryContextSwitchTo(spicxt);
+		}
+	}
+	MvSpiFinish();
+	foreach(lc, views)
+	{
+		Oid			viewid = lfirst_oid(lc);
+		HistCatalog *cat = HistCatalogLookup(viewid, false);
+		HistDef    *def;
+		ListCell   *lk;
+
+		if (cat == NULL)
+			continue;
+		def = HistDefForView(viewid, cat);
+		foreach(lk, def->keys)
+			if (!bms_is_member(((HistColumn *) lfirst(lk))->srcattnum, identity))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the replica identity of table \"%s\"", get_rel_name(relid)),
+						 errdetail("History view \"%s\" needs the key (%s) in the old rows of updates and deletes, which the new identity does not hold.",
+								   get_rel_name(viewid), cat->key_list),
+						 errhint("Use REPLICA IDENTITY FULL, or an index that includes the key.")));
+	}
 }

@@ -368,29 +368,25 @@ HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta)
 }
 
 /*
- * The events of the projected delta rows in relation rows (see
- * HistDeltaRowsSql), as one query: per key, the state after each
- * transaction (the last image of the key in it; a TRUNCATE ends every key
- * present then), the latest stored version before them (lsn 0/0), the
- * transactions that change the state, their times made increasing
- * (_mvinc_eff), and each new version's end (_mvinc_next).  extra_ctes, if
- * any, go first in its WITH list.
+ * The state after each transaction, per key (one row per key and
+ * _mvinc_lsn, from the projected delta rows in relation rows, see
+ * HistDeltaRowsSql): the last image of the key in the transaction, present
+ * when it is a new one that passes WHERE; a TRUNCATE ends every key present
+ * then (the storage's current keys and the delta's).
  */
 char *
-HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncates,
-			  const char *extra_ctes)
+HistStatesSql(HistDef *def, const char *storage, const char *rows, bool truncates)
 {
 	char	   *keys = HistColumnListSql(def, true, false, NULL);
 	char	   *vals = values_with_comma(def, NULL);
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "WITH %s"
-					 "ev AS (SELECT DISTINCT ON (%s, _mvinc_lsn) %s, _mvinc_lsn, _mvinc_time, "
-					 "        _mvinc_new AND _mvinc_in AS _mvinc_present%s "
+	appendStringInfo(&sql, "SELECT DISTINCT ON (%s, _mvinc_lsn) NULL::tid AS _mvinc_ctid, %s, _mvinc_lsn, "
+					 "        _mvinc_time, _mvinc_new AND _mvinc_in AS _mvinc_present%s "
 					 "  FROM (SELECT %s, _mvinc_lsn, _mvinc_time, _mvinc_seq, _mvinc_new, _mvinc_in%s "
 					 "          FROM %s WHERE NOT _mvinc_trunc",
-					 extra_ctes ? extra_ctes : "", keys, keys, vals, keys, vals, rows);
+					 keys, keys, vals, keys, vals, rows);
 	if (truncates)
 		appendStringInfo(&sql, " UNION ALL SELECT %s, t._mvinc_lsn, t._mvinc_time, t._mvinc_seq, "
 						 "false, false%s FROM %s t, "
@@ -398,13 +394,48 @@ HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncate
 						 " UNION SELECT %s FROM %s WHERE NOT _mvinc_trunc) p WHERE t._mvinc_trunc",
 						 HistColumnListSql(def, true, false, "p"), null_values_sql(def), rows,
 						 keys, storage, keys, rows);
-	appendStringInfo(&sql, ") a ORDER BY %s, _mvinc_lsn, _mvinc_seq DESC, _mvinc_new DESC), "
-					 "base AS (SELECT DISTINCT ON (%s) %s, '0/0'::pg_lsn AS _mvinc_lsn, "
-					 "  CASE WHEN h.valid_to = 'infinity' THEN h.valid_from "
-					 "       ELSE h.valid_to - interval '1 microsecond' END AS _mvinc_time, "
-					 "  h.valid_to = 'infinity' AS _mvinc_present%s "
-					 "  FROM %s h WHERE (%s) IN (SELECT %s FROM ev) ORDER BY %s, h.valid_from DESC), "
-					 "a AS (SELECT * FROM base UNION ALL SELECT * FROM ev), "
+	appendStringInfo(&sql, ") a ORDER BY %s, _mvinc_lsn, _mvinc_seq DESC, _mvinc_new DESC", keys);
+	return sql.data;
+}
+
+/*
+ * The events, from the states in relation states (HistStatesSql), as one
+ * query: the latest stored version before them (lsn 0/0, with the tid of a
+ * current one), the transactions that change the state, their times made
+ * increasing (_mvinc_eff), and each version's end (_mvinc_next; on the
+ * 0/0 row: when the stored version ends).  extra_ctes, if any, go first in
+ * its WITH list.
+ */
+char *
+HistEventsSql(HistDef *def, const char *storage, const char *states, const char *extra_ctes)
+{
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+
+	/*
+	 * The state before: the key's current version (with its tid, for the
+	 * update that ends it), else its latest version, ended (looked up by
+	 * key, for the few keys without a current one).
+	 */
+	appendStringInfo(&sql, "WITH %s"
+					 "basecur AS (SELECT h.ctid AS _mvinc_ctid, %s, '0/0'::pg_lsn AS _mvinc_lsn, "
+					 "  h.valid_from AS _mvinc_time, true AS _mvinc_present%s "
+					 "  FROM %s h WHERE h.valid_to = 'infinity' AND (%s) IN (SELECT %s FROM %s)), "
+					 "baseold AS (SELECT NULL::tid, %s, '0/0'::pg_lsn, "
+					 "  l.valid_to - interval '1 microsecond', false%s "
+					 "  FROM (SELECT DISTINCT %s FROM %s e WHERE NOT EXISTS "
+					 "        (SELECT FROM basecur c WHERE %s)) k, "
+					 "  LATERAL (SELECT * FROM %s h WHERE %s ORDER BY h.valid_from DESC LIMIT 1) l), ",
+					 extra_ctes ? extra_ctes : "",
+					 HistColumnListSql(def, true, false, "h"), values_with_comma(def, "h"), storage,
+					 HistColumnListSql(def, true, false, "h"), keys, states,
+					 HistColumnListSql(def, true, false, "k"), values_with_comma(def, "l"),
+					 HistColumnListSql(def, true, false, "e"), states, HistKeysEqualSql(def, "c", "e"),
+					 storage, HistKeysEqualSql(def, "h", "k"));
+	appendStringInfo(&sql, "a AS (SELECT * FROM basecur UNION ALL SELECT * FROM baseold "
+					 "      UNION ALL SELECT * FROM %s), "
 					 "w AS (SELECT a.*, coalesce(lag(a._mvinc_present) OVER kw, false) AS _mvinc_pp, "
 					 "        %s AS _mvinc_same FROM a WINDOW kw AS (PARTITION BY %s ORDER BY a._mvinc_lsn)), "
 					 "kept AS (SELECT * FROM w WHERE _mvinc_lsn = '0/0' OR _mvinc_present <> _mvinc_pp "
@@ -417,23 +448,9 @@ HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncate
 					 "      FROM n) "
 					 "SELECT m.*, lead(_mvinc_eff) OVER (PARTITION BY %s ORDER BY _mvinc_lsn) AS _mvinc_next "
 					 "FROM m",
-					 keys, keys, HistColumnListSql(def, true, false, "h"),
-					 values_with_comma(def, "h"), storage,
-					 HistColumnListSql(def, true, false, "h"), keys, keys,
-					 values_equal_sql(def, "lag(a.%s) OVER kw", "a.%s"), keys,
+					 states, values_equal_sql(def, "lag(a.%s) OVER kw", "a.%s"), keys,
 					 keys, keys, keys);
 	return sql.data;
-}
-
-/* Of the events in relation events: the first change of each key */
-char *
-HistFirstEventsSql(HistDef *def, const char *events)
-{
-	char	   *keys = HistColumnListSql(def, true, false, NULL);
-
-	return psprintf("SELECT DISTINCT ON (%s) %s, _mvinc_eff FROM %s "
-					"WHERE _mvinc_lsn > '0/0' ORDER BY %s, _mvinc_lsn",
-					keys, keys, events, keys);
 }
 
 /*
@@ -445,18 +462,27 @@ HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
 				const char *delta, bool truncates, HistApplied *out)
 {
 	char	   *rows = temp_name("delta");
+	char	   *states = temp_name("states");
 	char	   *events = temp_name("events");
 
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", rows,
 				 HistDeltaRowsSql(def, changelog, delta)), NULL, 0, 0, SPI_OK_UTILITY);
+	run(psprintf("SELECT 1 FROM %s WHERE NOT _mvinc_trunc AND NOT (ROW(%s) IS NOT NULL) LIMIT 1",
+				 rows, HistColumnListSql(def, true, false, NULL)), NULL, 0, 0, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		HistKeyMissing(def);
+	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", states,
+				 HistStatesSql(def, storage, rows, truncates)), NULL, 0, 0, SPI_OK_UTILITY);
+	/* its size and keys, for the joins below (the change log's statistics lag) */
+	run(psprintf("ANALYZE %s", states), NULL, 0, 0, SPI_OK_UTILITY);
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", events,
-				 HistEventsSql(def, storage, rows, truncates, NULL)), NULL, 0, 0, SPI_OK_UTILITY);
+				 HistEventsSql(def, storage, states, NULL)), NULL, 0, 0, SPI_OK_UTILITY);
 
-	/* the current versions end at their key's first change */
-	out->closed = run(psprintf("UPDATE %s h SET valid_to = x._mvinc_eff FROM (%s) x "
-							   "WHERE %s AND h.valid_to = 'infinity'",
-							   storage, HistFirstEventsSql(def, events),
-							   HistKeysEqualSql(def, "h", "x")),
+	/* the current versions end at their key's first change (by tid) */
+	out->closed = run(psprintf("UPDATE %s h SET valid_to = x._mvinc_next FROM %s x "
+							   "WHERE x._mvinc_lsn = '0/0' AND x._mvinc_present "
+							   "AND x._mvinc_next IS NOT NULL AND h.ctid = x._mvinc_ctid",
+							   storage, events),
 					  NULL, 0, 0, SPI_OK_UPDATE);
 	out->opened = run(psprintf("INSERT INTO %s (%s, valid_from, valid_to) "
 							   "SELECT %s, _mvinc_eff, coalesce(_mvinc_next, 'infinity') "
@@ -464,7 +490,24 @@ HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
 							   storage, HistColumnListSql(def, true, true, NULL),
 							   HistColumnListSql(def, true, true, NULL), events),
 					  NULL, 0, 0, SPI_OK_INSERT);
-	run(psprintf("DROP TABLE %s, %s", rows, events), NULL, 0, 0, SPI_OK_UTILITY);
+	run(psprintf("DROP TABLE %s, %s, %s", rows, states, events), NULL, 0, 0, SPI_OK_UTILITY);
+}
+
+/*
+ * A logged change without its key: the source's replica identity was
+ * changed to one that does not hold the key since the view was created.
+ */
+void
+HistKeyMissing(HistDef *def)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("a logged change of \"%s\" lacks the key of a history view",
+					get_rel_name(def->sourceid)),
+			 errdetail("The table's replica identity no longer includes the key (%s).",
+					   HistColumnListSql(def, true, false, NULL)),
+			 errhint("Run ALTER TABLE %s REPLICA IDENTITY FULL, or go back to an identity that holds the key; changes logged without it cannot be applied.",
+					 MvSourceName(def->sourceid))));
 }
 
 /* mvinc.history_retention: versions that ended before now() - retention go */

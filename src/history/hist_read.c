@@ -253,6 +253,10 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 			nulls[r] = (v == NULL);
 			if (c == 3 && v && strcmp(v, "t") == 0)
 				truncates = true;	/* _mvinc_trunc */
+			if (c >= 5 && c < 5 + list_length(def->columns) && v == NULL &&
+				((HistColumn *) list_nth(def->columns, c - 5))->is_key &&
+				strcmp(SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 4), "f") == 0)
+				HistKeyMissing(def);
 			elems[r] = v ? CStringGetTextDatum(v) : (Datum) 0;
 		}
 		args[c] = PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID,
@@ -269,17 +273,18 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	{
 		char	   *storage = HistStorageSql(cat);
 		char	   *all = HistColumnListSql(def, true, true, NULL);
-		char	   *events = HistEventsSql(def, storage, "d", truncates,
-										   psprintf("d AS (SELECT %s FROM unnest(%s) AS u(%s)), ",
-													casts.data, unnest.data, names.data));
+		char	   *events = HistEventsSql(def, storage, "ev",
+										   psprintf("d AS (SELECT %s FROM unnest(%s) AS u(%s)), "
+													"ev AS (%s), ",
+													casts.data, unnest.data, names.data,
+													HistStatesSql(def, storage, "d", truncates)));
 
 		sql = psprintf("WITH e AS MATERIALIZED (%s) "
-					   "SELECT %s, h.valid_from, x._mvinc_eff, true FROM %s h JOIN (%s) x ON %s "
-					   "WHERE h.valid_to = 'infinity' "
+					   "SELECT %s, _mvinc_time, _mvinc_next, true FROM e "
+					   "WHERE _mvinc_lsn = '0/0' AND _mvinc_present AND _mvinc_next IS NOT NULL "
 					   "UNION ALL SELECT %s, _mvinc_eff, coalesce(_mvinc_next, 'infinity'), false "
 					   "FROM e WHERE _mvinc_lsn > '0/0' AND _mvinc_present",
-					   events, HistColumnListSql(def, true, true, "h"), storage,
-					   HistFirstEventsSql(def, "e"), HistKeysEqualSql(def, "h", "x"), all);
+					   events, all, all);
 	}
 	plan = SPI_prepare(sql, ncols, argtypes);
 	if (plan == NULL ||

@@ -86,6 +86,7 @@ extern HistDef *HistAnalyze(Query *query, List *colnames, const char *viewname,
 							HistOptions *opts);
 extern HistDef *HistDefForView(Oid viewid, HistCatalog *cat);
 extern Query *HistAddIntervalColumns(Query *query);
+extern void HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri);
 
 /* hist_catalog.c */
 extern HistCatalog *HistCatalogLookup(Oid viewid, bool adopt_storage);
@@ -108,11 +109,12 @@ extern void HistSetState(HistDef *def, const char *storage, const char *state_sq
 extern bool HistKeyIsUnique(HistDef *def, Oid relid);
 extern char *HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias);
 extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta);
-extern char *HistEventsSql(HistDef *def, const char *storage, const char *rows, bool truncates,
+extern char *HistStatesSql(HistDef *def, const char *storage, const char *rows, bool truncates);
+extern char *HistEventsSql(HistDef *def, const char *storage, const char *states,
 						   const char *extra_ctes);
-extern char *HistFirstEventsSql(HistDef *def, const char *events);
 extern void HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
 							const char *delta, bool truncates, HistApplied *out);
+extern void HistKeyMissing(HistDef *def);
 extern void HistApplyRetention(HistCatalog *cat, const char *storage);
 
 /* hist_refresh.c */

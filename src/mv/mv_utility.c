@@ -577,6 +577,8 @@ refuse_source_alter(AlterTableStmt *stmt)
 		{
 			ReplicaIdentityStmt *ri = (ReplicaIdentityStmt *) cmd->def;
 
+			HistCheckReplicaIdentity(relid, ri);
+
 			if (ri->identity_type == REPLICA_IDENTITY_NOTHING ||
 				(ri->identity_type == REPLICA_IDENTITY_DEFAULT &&
 				 !has_primary_key(relid)))

@@ -188,6 +188,28 @@ SELECT hb_try('DELETE FROM mvinc.%I');
 SELECT hb_try('TRUNCATE mvinc.%I');
 SELECT * FROM mvinc.history_check('hb_users');
 
+-- a key that the replica identity does not hold: capture logs whole old rows
+CREATE TABLE hb_ri (id int PRIMARY KEY, code int NOT NULL UNIQUE, v int);
+INSERT INTO hb_ri VALUES (1, 10, 0), (2, 20, 0);
+CREATE MATERIALIZED VIEW hb_ri_code WITH (mvinc.history = true, mvinc.key = 'code')
+  AS SELECT code, v FROM hb_ri;
+SELECT relreplident FROM pg_class WHERE oid = 'hb_ri'::regclass;
+DELETE FROM hb_ri WHERE id = 2;
+SELECT code, v, valid_to = 'infinity' AS current FROM hb_ri_code ORDER BY code, valid_from;
+DROP MATERIALIZED VIEW hb_ri_code;
+-- the identity cannot change afterwards to one without the key
+CREATE TABLE hb_ri2 (id int PRIMARY KEY, code int NOT NULL UNIQUE, v int);
+INSERT INTO hb_ri2 VALUES (1, 10, 0), (2, 20, 0);
+CREATE MATERIALIZED VIEW hb_ri_id WITH (mvinc.history = true, mvinc.key = 'id')
+  AS SELECT id, v FROM hb_ri2;
+ALTER TABLE hb_ri2 REPLICA IDENTITY USING INDEX hb_ri2_code_key;
+ALTER TABLE hb_ri2 REPLICA IDENTITY FULL;
+ALTER TABLE hb_ri2 REPLICA IDENTITY DEFAULT;
+DELETE FROM hb_ri2 WHERE id = 1;
+REFRESH MATERIALIZED VIEW hb_ri_id;
+SELECT id, v, valid_to = 'infinity' AS current FROM hb_ri_id ORDER BY id, valid_from;
+DROP TABLE hb_ri, hb_ri2 CASCADE;
+
 -- privileges: readers need SELECT on the view only, as for any view
 CREATE ROLE hb_reader;
 CREATE ROLE hb_other;
