@@ -133,8 +133,9 @@ check_key_unique(HistDef *def, const char *viewname, const char *keytext)
 		bool		plain = heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
 			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
 
+		/* a deferrable one lets two rows share a key within a transaction */
 		if (plain && index->rd_index->indisunique && index->rd_index->indisvalid &&
-			index_within_keys(index, def->keys))
+			index->rd_index->indimmediate && index_within_keys(index, def->keys))
 			unique = true;
 		/* key-only old images hold the identity columns: enough if they hold the key */
 		if (lfirst_oid(lc) == replica && rel->rd_rel->relreplident != REPLICA_IDENTITY_FULL)
@@ -302,6 +303,36 @@ HistDefForView(Oid viewid, HistCatalog *cat)
 	return def;
 }
 
+/* The history views of a source table */
+List *
+HistViewsOfSource(Oid relid)
+{
+	List	   *views = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	uint64		i;
+
+	if (!MvincExtensionReady())
+		return NIL;
+	MvSpiConnect();
+	if (SPI_execute_with_args("SELECT view::oid FROM mvinc.history_view WHERE source = $1::regclass",
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mvinc.history_view");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		views = lappend_oid(views, v);
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
+	return views;
+}
+
 /* Attribute numbers of the key columns of an index of relid */
 static Bitmapset *
 index_columns(Oid indexoid)
@@ -325,9 +356,8 @@ void
 HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
 {
 	Bitmapset  *identity = NULL;
-	List	   *views = NIL;
+	List	   *views;
 	ListCell   *lc;
-	uint64		i;
 
 	if (ri->identity_type == REPLICA_IDENTITY_FULL || ri->identity_type == REPLICA_IDENTITY_NOTHING)
 		return;
@@ -349,27 +379,7 @@ HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
 		identity = index_columns(index);
 	}
 
-	MvSpiConnect();
-	{
-		Oid			types[1] = {OIDOID};
-		Datum		values[1] = {ObjectIdGetDatum(relid)};
-		MemoryContext outer = CurrentMemoryContext;
-
-		if (SPI_execute_with_args("SELECT view::oid FROM mvinc.history_view WHERE source = $1::regclass",
-								  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read mvinc.history_view");
-		for (i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1, &isnull));
-			MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-			views = lappend_oid(views, v);
-			MemoryContextSwitchTo(spicxt);
-		}
-	}
-	MvSpiFinish();
+	views = HistViewsOfSource(relid);
 	foreach(lc, views)
 	{
 		Oid			viewid = lfirst_oid(lc);

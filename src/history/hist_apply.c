@@ -183,9 +183,9 @@ check_duplicates(HistDef *def, const char *state_sql, Snapshot snap)
 	Datum		dups;
 	int64		rows;
 
-	run(psprintf("SELECT coalesce(sum(n), 0)::int8, array_to_string((array_agg(ROW(%s)::text "
-				 "ORDER BY ROW(%s)::text) FILTER (WHERE n > 1))[1:6], ', ') "
-				 "FROM (SELECT %s, count(*) AS n FROM (%s) s GROUP BY %s) g",
+	run(psprintf("SELECT coalesce(sum(_mvinc_n), 0)::int8, array_to_string((array_agg(ROW(%s)::text "
+				 "ORDER BY ROW(%s)::text) FILTER (WHERE _mvinc_n > 1))[1:6], ', ') "
+				 "FROM (SELECT %s, count(*) AS _mvinc_n FROM (%s) s GROUP BY %s) g",
 				 keys, keys, keys, state_sql, keys), snap, 0, 0, SPI_OK_SELECT);
 	rows = first_int8(1);
 	dups = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);

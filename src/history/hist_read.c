@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
@@ -104,15 +105,20 @@ lookup_in_snapshot(Oid viewid, Snapshot snap)
 	MemoryContext outer = CurrentMemoryContext;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(viewid)};
-	SPIPlanPtr	plan = SPI_prepare("SELECT source::oid, "
-								   "(SELECT string_agg(quote_ident(k), ', ' ORDER BY o) "
-								   "   FROM unnest(key_columns) WITH ORDINALITY u(k, o)), "
-								   "storage_name::text, checkpoint_snapshot::text, checkpoint_lsn "
-								   "FROM mvinc.history_view WHERE view = $1::regclass "
-								   "AND feed = 'stream' AND checkpoint_lsn IS NOT NULL", 1, types);
+	static SPIPlanPtr plan = NULL;	/* kept: every read of a history view asks */
 
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, values, NULL, snap, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+	if (plan == NULL)
+	{
+		plan = SPI_prepare("SELECT source::oid, "
+						   "(SELECT string_agg(quote_ident(k), ', ' ORDER BY o) "
+						   "   FROM unnest(key_columns) WITH ORDINALITY u(k, o)), "
+						   "storage_name::text, checkpoint_snapshot::text, checkpoint_lsn "
+						   "FROM mvinc.history_view WHERE view = $1::regclass "
+						   "AND feed = 'stream' AND checkpoint_lsn IS NOT NULL", 1, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the lookup of mvinc.history_view");
+	}
+	if (SPI_execute_snapshot(plan, values, NULL, snap, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read mvinc.history_view");
 	if (SPI_processed > 0)
 	{
@@ -131,8 +137,32 @@ lookup_in_snapshot(Oid viewid, Snapshot snap)
 		cat->checkpoint_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 5, &isnull));
 		MemoryContextSwitchTo(spicxt);
 	}
-	SPI_freeplan(plan);
 	return cat;
+}
+
+/*
+ * The caller's column list must be the storage's columns and a boolean:
+ * the rows are stored as they come.
+ */
+static void
+check_result_type(TupleDesc desc, Oid storage)
+{
+	Relation	rel = relation_open(storage, AccessShareLock);
+	TupleDesc	sdesc = RelationGetDescr(rel);
+	bool		ok = desc->natts == sdesc->natts + 1 &&
+		TupleDescAttr(desc, desc->natts - 1)->atttypid == BOOLOID;
+	int			i;
+
+	for (i = 0; ok && i < sdesc->natts; i++)
+		ok = !TupleDescAttr(sdesc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == TupleDescAttr(sdesc, i)->atttypid &&
+			TupleDescAttr(desc, i)->atttypmod == TupleDescAttr(sdesc, i)->atttypmod;
+	relation_close(rel, AccessShareLock);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the column definition list does not match the history view's columns"),
+				 errhint("mvinc._history_pending is called by reads of history views; query the view instead.")));
 }
 
 /* Type of the i-th column of HistDeltaRowsSql's rows */
@@ -169,6 +199,8 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	Snapshot	latest;
 	SPIPlanPtr	plan;
 	char	   *sql;
+	char	   *query_snap;
+	bool		may_select;
 	int			ncols;
 	Datum	   *args;
 	Oid		   *argtypes;
@@ -181,7 +213,15 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	bool		truncates = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (!MvMayReadView(viewid))
+
+	/*
+	 * Rows of the view, for a caller who may read the view itself; one who
+	 * reads it through a plain view only (a query of this transaction read
+	 * it so) gets nothing or an error: the rows are the whole view's,
+	 * which that plain view may not show.
+	 */
+	may_select = pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+	if (!may_select && !MvMayReadView(viewid))
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_MATVIEW, get_rel_name(viewid));
 
 	MvSpiConnect();
@@ -192,8 +232,10 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 		MvSpiFinish();
 		return (Datum) 0;
 	}
-	def = HistDefForView(viewid, cat);
-
+	check_result_type(rsinfo->setDesc, cat->storage_oid);
+	/* values pass through text below: print floats exactly */
+	(void) set_config_option("extra_float_digits", "1", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	/* every commit the snapshot sees that changed the source is captured */
 	target = MvCaptureTarget(cat->sourceid, MvInsertLsn());
 	if (!MvTryWaitForCapture(target, HIST_READ_WAIT_MS))
@@ -205,25 +247,46 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 						   get_rel_name(cat->sourceid)),
 				 errhint("Check mvinc.capture for the capture worker's state, then retry.")));
 
-	/* the rows past the checkpoint that the statement sees, in the latest snapshot */
+	/*
+	 * The rows past the checkpoint that the statement sees, read in the
+	 * latest snapshot; first whether there are any (through the change
+	 * log's index, without SQL: usually there are none).
+	 */
 	latest = RegisterSnapshot(GetLatestSnapshot());
-	sql = HistDeltaRowsSql(def, MvSourceName(changelog),
-						   psprintf("s._mvinc_lsn > '%X/%X' "
-									"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-									"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
-									LSN_FORMAT_ARGS(cat->checkpoint_lsn),
-									MvSnapshotText(snap, false), cat->checkpoint_snapshot));
-	plan = SPI_prepare(sql, 0, NULL);
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the pending changes of history view %u", viewid);
-	SPI_freeplan(plan);
+	query_snap = MvSnapshotText(snap, false);
 	if (MvRetainedFromIn(cat->sourceid, latest) > cat->checkpoint_lsn)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not read the changes of history view \"%s\"", get_rel_name(viewid)),
 				 errdetail("A refresh and change-log retention passed the view's checkpoint that this read sees."),
 				 errhint("Retry the statement.")));
+	if (MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap, cat->checkpoint_snapshot,
+					   latest, false) == MV_DELTA_NONE)
+	{
+		UnregisterSnapshot(latest);
+		MvSpiFinish();
+		return (Datum) 0;
+	}
+	if (!may_select)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("history view \"%s\" has changes not refreshed yet, and only its own readers see them",
+						get_rel_name(viewid)),
+				 errdetail("This query reads it through another view; applying its pending changes needs SELECT on \"%s\" itself.",
+						   get_rel_name(viewid)),
+				 errhint("Refresh the view (REFRESH MATERIALIZED VIEW), or grant SELECT on it.")));
+	def = HistDefForView(viewid, cat);
+	sql = HistDeltaRowsSql(def, MvSourceName(changelog),
+						   psprintf("s._mvinc_lsn > '%X/%X' "
+									"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
+									"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+									LSN_FORMAT_ARGS(cat->checkpoint_lsn),
+									query_snap, cat->checkpoint_snapshot));
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the pending changes of history view %u", viewid);
+	SPI_freeplan(plan);
 	UnregisterSnapshot(latest);
 	nrows = SPI_processed;
 	if (nrows == 0)

@@ -32,6 +32,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -71,10 +72,12 @@ state_sql(HistDef *def, const char *from)
 static void
 mark_populated(Oid viewid)
 {
-	Relation	rel = table_open(viewid, AccessExclusiveLock);
+	Relation	rel = table_open(viewid, AccessShareLock);
 
 	if (!RelationIsPopulated(rel))
 	{
+		table_close(rel, NoLock);
+		rel = table_open(viewid, AccessExclusiveLock);
 		SetMatViewPopulatedState(rel, true);
 		CommandCounterIncrement();
 	}
@@ -120,7 +123,8 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	Snapshot	snap;
 	char	   *snaptext;
 	HistApplied ap = {0};
-	TimestampTz t = cat->has_start ? cat->history_start : GetCurrentStatementStartTimestamp();
+	TimestampTz t = GetCurrentStatementStartTimestamp();
+	bool		empty;
 
 	/* no source transaction straddles the start of tracking */
 	LockRelationOid(def->sourceid, ShareLock);
@@ -128,11 +132,18 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	before = MvInsertLsn();
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	snaptext = MvSnapshotText(snap, false);
-	/* empty storage (not a restored one): only versions to open */
+	/*
+	 * Empty storage: only versions to open, at mvinc.history_start if
+	 * given.  A restored storage keeps its history: the source's state now
+	 * is set from now on.
+	 */
 	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", storage), true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the history storage");
+	empty = SPI_processed == 0;
+	if (empty && cat->has_start)
+		t = cat->history_start;
 	HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(def->sourceid))),
-				 snap, t, DT_NOEND, SPI_processed == 0, true, &ap);
+				 snap, t, DT_NOEND, empty, true, &ap);
 	UnregisterSnapshot(snap);
 	MvSetConsumer(def->sourceid, HistConsumerName(viewid), before);
 	HistCatalogSetCheckpoint(viewid, snaptext, before, ap.opened + ap.closed);
@@ -210,8 +221,10 @@ HistRefresh(Oid viewid, bool skip_data)
 				 errmsg("cannot discard the history of history view \"%s\"", get_rel_name(viewid)),
 				 errdetail("REFRESH ... WITH NO DATA would empty it, and its versions cannot be recomputed."),
 				 errhint("Drop the view to discard its history.")));
-	MvCheckOwnerCanRead(viewid);
 	require_read_committed(viewid, "refresh");
+	/* before the rights check's lock: the first refresh upgrades it (populated) */
+	LockRelationOid(viewid, ExclusiveLock);
+	MvCheckOwnerCanRead(viewid);
 	MvBecomeInternal(&save);
 	if (work_mem < 65536)
 		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
@@ -339,6 +352,24 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 	acl = pg_class_aclcheck(snapshot, GetUserId(), ACL_SELECT);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, get_relkind_objtype(get_rel_relkind(snapshot)), get_rel_name(snapshot));
+
+	/*
+	 * The extract is read with mvinc's rights: only from a relation whose
+	 * rows the caller sees all of (no row-level security applies to them;
+	 * not a view, whose invoker's rights would be mvinc's).
+	 */
+	if (get_rel_relkind(snapshot) == RELKIND_VIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot load snapshot \"%s\": it is a view", get_rel_name(snapshot)),
+				 errhint("Load from a table or a materialized view (CREATE TABLE ... AS SELECT from the view first).")));
+	if (check_enable_rls(snapshot, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot load snapshot \"%s\": row-level security applies to it",
+						get_rel_name(snapshot)),
+				 errdetail("A load reads every row of the snapshot."),
+				 errhint("Load from a table without row-level security, or as a role that bypasses it.")));
 	if (TIMESTAMP_NOT_FINITE(as_of))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -377,10 +408,14 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 		 * version starts and ends at a load's time: after a load newer than
 		 * all others only current versions change.
 		 */
-		if (SPI_execute_with_args("SELECT min(as_of) FILTER (WHERE as_of > $2), "
-								  "coalesce(max(as_of) < $2, true) FROM mvinc.history_loads "
-								  "WHERE view = $1::regclass",
-								  2, types, args, NULL, true, 0) != SPI_OK_SELECT)
+		SPIPlanPtr	plan = SPI_prepare("SELECT min(as_of) FILTER (WHERE as_of > $2), "
+									   "coalesce(max(as_of) < $2, true) FROM mvinc.history_loads "
+									   "WHERE view = $1::regclass", 2, types);
+
+		/* in the latest snapshot: a load may have committed while we waited for the lock */
+		if (plan == NULL ||
+			SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								 true, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read mvinc.history_loads");
 		{
 			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);

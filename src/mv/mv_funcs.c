@@ -287,7 +287,14 @@ MvSyncStorageOwners(void)
 					"JOIN pg_catalog.pg_class c ON c.oid = v.view "
 					"JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
 					" AND (s.oid = v.storage_oid OR s.relname::text = v.storage_name::text || '_append') "
-					"WHERE s.relkind = 'r' AND s.relowner <> c.relowner", true, 0) != SPI_OK_SELECT)
+					"WHERE s.relkind = 'r' AND s.relowner <> c.relowner "
+					"UNION ALL "	/* and the storage of history views (src/history) */
+					"SELECT s.oid, c.relowner FROM mvinc.history_view v "
+					"JOIN pg_catalog.pg_class c ON c.oid = v.view "
+					"JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
+					" AND s.relname::text = v.storage_name::text "
+					"WHERE s.relkind = 'r' AND s.relowner <> c.relowner",
+					false, 0) != SPI_OK_SELECT)	/* a new snapshot: it sees the ALTER */
 		elog(ERROR, "could not read storage owners");
 	for (i = 0; i < SPI_processed; i++)
 	{

@@ -12,12 +12,15 @@
 
 #include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
+#include "executor/spi.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -541,7 +544,18 @@ refuse_source_alter(AlterTableStmt *stmt)
 
 		if (cmd->subtype == AT_EnableRowSecurity || cmd->subtype == AT_ForceRowSecurity)
 		{
-			List	   *views = MvViewsOfSource(relid);
+			List	   *views = HistViewsOfSource(relid);
+
+			if (views != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot %s row-level security on table \"%s\"",
+								cmd->subtype == AT_EnableRowSecurity ? "enable" : "force",
+								relname),
+						 errdetail("The table is the source of history %s %s; history views do not apply row-level security policies to the versions they keep.",
+								   list_length(views) > 1 ? "views" : "view", view_names(views)),
+						 errhint("Drop the history views of the table first.")));
+			views = MvViewsOfSource(relid);
 
 			if (views != NIL)
 				ereport(ERROR,
@@ -608,6 +622,61 @@ refuse_source_alter(AlterTableStmt *stmt)
 					 errdetail("The table's changes are captured from the WAL (mvinc.track); %s.", why),
 					 errhint("Call mvinc.untrack(%s) first.", qualified)));
 		}
+	}
+}
+
+/*
+ * DROP OWNED BY: drop the roles' incremental views first, by themselves.
+ * Their storage (owned like the view, a member of the extension) would
+ * otherwise be among the objects DROP OWNED drops one by one, which the
+ * extension refuses; dropped with its view it goes along.
+ */
+static void
+drop_owned_views(DropOwnedStmt *stmt)
+{
+	List	   *views = NIL;
+	List	   *sources = NIL;
+	ListCell   *lc,
+			   *ls;
+	MemoryContext outer = CurrentMemoryContext;
+
+	foreach(lc, stmt->roles)
+	{
+		Oid			role = get_rolespec_oid(lfirst(lc), false);
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(role)};
+		uint64		i;
+
+		MvSpiConnect();
+		if (SPI_execute_with_args("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
+								  "JOIN pg_catalog.pg_class c ON c.oid = v.view "
+								  "WHERE c.relowner = $1", 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read mvinc.mv_view");
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+			Oid			src = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 2, &isnull));
+			MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+			views = lappend_oid(views, v);
+			sources = lappend_oid(sources, src);
+			MemoryContextSwitchTo(spicxt);
+		}
+		MvSpiFinish();
+	}
+	forboth(lc, views, ls, sources)
+	{
+		ObjectAddress obj;
+
+		ObjectAddressSet(obj, RelationRelationId, lfirst_oid(lc));
+		performDeletion(&obj, stmt->behavior, 0);
+		CommandCounterIncrement();
+		/* now, not at the statement's end (sql_drop): DROP OWNED looks next */
+		MvForgetView(lfirst_oid(lc), get_rel_name(lfirst_oid(ls)) ? lfirst_oid(ls) : InvalidOid);
+		CommandCounterIncrement();
 	}
 }
 
@@ -722,6 +791,8 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		if (OidIsValid(dboid))
 			MvStopRefreshersOf(dboid);
 	}
+	else if (IsA(parsetree, DropOwnedStmt) && MvincExtensionReady())
+		drop_owned_views((DropOwnedStmt *) parsetree);
 	else if (IsA(parsetree, ReassignOwnedStmt) && MvincExtensionReady())
 	{
 		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);

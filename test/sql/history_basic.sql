@@ -144,6 +144,10 @@ CREATE MATERIALIZED VIEW hb_bad WITH (mvinc.history = true, mvinc.key = 'id')
   AS SELECT id, balance FROM hb_acct;
 CREATE MATERIALIZED VIEW hb_bad WITH (mvinc.history = true, mvinc.key = 'k')
   AS SELECT user_id + 1 AS k FROM hb_users;
+CREATE TABLE hb_defer (id int NOT NULL, v int, UNIQUE (id) DEFERRABLE);
+CREATE MATERIALIZED VIEW hb_bad WITH (mvinc.history = true, mvinc.key = 'id')
+  AS SELECT id, v FROM hb_defer;
+DROP TABLE hb_defer;
 CREATE MATERIALIZED VIEW hb_bad WITH (mvinc.history = true, mvinc.key = 'nope')
   AS SELECT user_id FROM hb_users;
 CREATE MATERIALIZED VIEW hb_bad WITH (mvinc.history = true, mvinc.key = 'user_id, user_id')
@@ -210,6 +214,18 @@ REFRESH MATERIALIZED VIEW hb_ri_id;
 SELECT id, v, valid_to = 'infinity' AS current FROM hb_ri_id ORDER BY id, valid_from;
 DROP TABLE hb_ri, hb_ri2 CASCADE;
 
+-- values pass through text when pending changes are applied on read:
+-- whatever extra_float_digits says, an untracked change makes no version
+CREATE TABLE hb_f (id int PRIMARY KEY, x float8, other int);
+INSERT INTO hb_f VALUES (1, 0.1::float8 + 0.2::float8, 0);
+CREATE MATERIALIZED VIEW hb_fh WITH (mvinc.history = true, mvinc.key = 'id') AS SELECT id, x FROM hb_f;
+UPDATE hb_f SET other = 1;
+SET extra_float_digits = 0;
+SELECT count(*) AS versions FROM hb_fh;
+RESET extra_float_digits;
+SELECT x = 0.1::float8 + 0.2::float8 AS exact FROM hb_fh;
+DROP TABLE hb_f CASCADE;
+
 -- privileges: readers need SELECT on the view only, as for any view
 CREATE ROLE hb_reader;
 CREATE ROLE hb_other;
@@ -220,16 +236,39 @@ SELECT count(*) > 0 AS reads FROM hb_users;
 SELECT count(*) FROM mvinc.history_check('hb_h');
 REFRESH MATERIALIZED VIEW hb_h;
 RESET ROLE;
--- through a plain view whose owner may read it, pending changes included
+-- through a plain view whose owner may read it: the pending changes are
+-- the whole view's rows, which that view may hide, so they need a refresh
 CREATE VIEW hb_current_users AS SELECT user_id, user_level FROM hb_h WHERE valid_to = 'infinity';
 GRANT SELECT ON hb_current_users TO hb_other;
 UPDATE hb_users SET user_level = 42 WHERE user_id = 1;
 SET ROLE hb_other;
 SELECT * FROM hb_current_users ORDER BY 1;
-SELECT * FROM mvinc._history_pending('hb_h'::regclass) AS p(user_id int, user_level int, name text,
-  valid_from timestamptz, valid_to timestamptz, c bool);
+BEGIN;
+SELECT count(*) FROM hb_current_users, mvinc._history_pending('hb_h'::regclass)
+  AS p(user_id int, user_level int, name text, valid_from timestamptz, valid_to timestamptz, c bool);
+ROLLBACK;
+RESET ROLE;
+REFRESH MATERIALIZED VIEW hb_h;
+SET ROLE hb_other;
+SELECT * FROM hb_current_users ORDER BY 1;
 RESET ROLE;
 DROP VIEW hb_current_users;
+-- a column list other than the storage's is refused (the rows are stored as they come)
+UPDATE hb_users SET user_level = 43 WHERE user_id = 1;
+SELECT * FROM mvinc._history_pending('hb_h'::regclass)
+  AS p(user_id text, user_level int, name text, valid_from timestamptz, valid_to timestamptz, c bool);
+SELECT count(*) FROM mvinc._history_pending('hb_h'::regclass)
+  AS p(user_id int, user_level int, name text, valid_from timestamptz, valid_to timestamptz, c bool);
+-- a new owner gets the storage (reads check it as the owner)
+ALTER MATERIALIZED VIEW hb_h OWNER TO hb_reader;
+SELECT pg_get_userbyid(relowner) AS storage_owner FROM pg_class
+ WHERE oid = (SELECT storage_oid FROM mvinc.history_view WHERE view = 'hb_h'::regclass);
+SET ROLE hb_reader;
+SELECT user_id, user_level FROM hb_h WHERE valid_to = 'infinity' ORDER BY 1;
+RESET ROLE;
+ALTER MATERIALIZED VIEW hb_h OWNER TO CURRENT_USER;
+-- row-level security on the source of a history view is refused
+ALTER TABLE hb_users ENABLE ROW LEVEL SECURITY;
 SET ROLE hb_other;
 SELECT count(*) FROM hb_h;
 RESET ROLE;
@@ -240,6 +279,18 @@ DROP MATERIALIZED VIEW hb_acct_h;
 SELECT count(*) AS catalog_rows FROM mvinc.history_view WHERE storage_name = :'hb_storage';
 SELECT to_regclass('mvinc.' || :'hb_storage') AS storage;
 SELECT count(*) AS consumers FROM mvinc.consumers WHERE consumer LIKE 'hv_%';
+-- DROP OWNED BY a role that owns a history view (and, here, an incremental one)
+CREATE TABLE hb_o (id int PRIMARY KEY, v int);
+ALTER TABLE hb_o OWNER TO hb_other;
+GRANT CREATE ON SCHEMA public TO hb_other;
+SET ROLE hb_other;
+CREATE MATERIALIZED VIEW hb_oh WITH (mvinc.history = true, mvinc.key = 'id') AS SELECT id, v FROM hb_o;
+CREATE MATERIALIZED VIEW hb_oi WITH (mvinc.incremental = true) AS SELECT v, count(*) FROM hb_o GROUP BY v;
+RESET ROLE;
+DROP OWNED BY hb_other;
+SELECT (SELECT count(*) FROM mvinc.history_view WHERE view::text = 'hb_oh') AS history_rows,
+       (SELECT count(*) FROM mvinc.mv_view WHERE view::text = 'hb_oi') AS incremental_rows,
+       (SELECT count(*) FROM pg_class WHERE relname IN ('hb_o', 'hb_oh', 'hb_oi')) AS relations;
 DROP TABLE hb_users CASCADE;
 SELECT count(*) AS history_views FROM mvinc.history_view;
 DROP ROLE hb_reader;

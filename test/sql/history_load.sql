@@ -70,6 +70,21 @@ SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.short', '2024-02-01');
 CREATE TABLE hl_staging.wrong (user_id int, user_level text, tier text);
 SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.wrong', '2024-02-01');
 SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d12', 'infinity');
+CREATE VIEW hl_staging.v12 AS SELECT * FROM hl_staging.d12;
+SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.v12', '2024-02-01');
+CREATE TABLE hl_staging.rls (LIKE hl_staging.d12);
+ALTER TABLE hl_staging.rls ENABLE ROW LEVEL SECURITY;
+CREATE ROLE hl_loader;
+GRANT SELECT ON hl_staging.rls TO hl_loader;
+GRANT USAGE, CREATE ON SCHEMA hl_staging TO hl_loader;
+SET ROLE hl_loader;
+CREATE TABLE hl_staging.loader_shape (user_id int PRIMARY KEY, user_level int, tier text);
+CREATE MATERIALIZED VIEW hl_staging.hl_mine WITH (mvinc.history = true, mvinc.key = 'user_id')
+  AS SELECT user_id, user_level FROM hl_staging.loader_shape WITH NO DATA;
+SELECT * FROM mvinc.history_load('hl_staging.hl_mine', 'hl_staging.rls', '2024-02-01');
+RESET ROLE;
+DROP MATERIALIZED VIEW hl_staging.hl_mine;
+DROP TABLE hl_staging.loader_shape;
 SELECT count(*) AS loads FROM mvinc.history_loads WHERE view = 'hl_h'::regclass;
 REFRESH MATERIALIZED VIEW hl_h;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
@@ -105,3 +120,12 @@ DROP SCHEMA hl_staging CASCADE;
 SELECT count(*) AS history_views, (SELECT count(*) FROM mvinc.history_loads) AS loads
   FROM mvinc.history_view;
 DROP ROLE hl_other;
+DROP ROLE hl_loader;
+
+-- a key column named like the check's own aliases (n), extract without a key index
+CREATE TABLE hl_n_shape (n int PRIMARY KEY, g int);
+CREATE MATERIALIZED VIEW hl_n WITH (mvinc.history = true, mvinc.key = 'n')
+  AS SELECT n, g FROM hl_n_shape WITH NO DATA;
+CREATE TABLE hl_n_day AS SELECT i AS n, i % 2 AS g FROM generate_series(1, 5) i;
+SELECT * FROM mvinc.history_load('hl_n', 'hl_n_day', '2024-01-01');
+DROP TABLE hl_n_shape, hl_n_day CASCADE;

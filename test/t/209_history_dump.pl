@@ -17,7 +17,8 @@ CREATE EXTENSION mvinc;
 CREATE TABLE users (id int PRIMARY KEY, level int, name text);
 INSERT INTO users SELECT g, g % 4, 'u' || g FROM generate_series(1, 50) g;
 CREATE MATERIALIZED VIEW levels WITH (mvinc.history = true, mvinc.key = 'id',
-                                      mvinc.history_retention = '10 years')
+                                      mvinc.history_start = '2000-01-01',
+                                      mvinc.history_retention = '100 years')
   AS SELECT id, level FROM users;
 UPDATE users SET level = level + 10 WHERE id <= 5;
 DELETE FROM users WHERE id = 50;
@@ -59,7 +60,7 @@ is($node->safe_psql('restored', qq{SELECT string_agg(level || ':' || (valid_from
 is($node->safe_psql('restored', sprintf($versions, 'daily')), $daily_before,
 	'the snapshot-fed view has every version');
 is($node->safe_psql('restored', q{SELECT string_agg(view::text || ':' || coalesce(feed, '-') || ':'
-   || coalesce((retention = '10 years')::text, '-'), ',' ORDER BY view::text) FROM mvinc.history_views}),
+   || coalesce((retention = '100 years')::text, '-'), ',' ORDER BY view::text) FROM mvinc.history_views}),
 	'daily:snapshot:-,levels:stream:true', 'the catalog rows came back');
 is($node->safe_psql('restored', "SELECT count(*) FROM mvinc.history_loads"), '2', 'and the loads');
 
