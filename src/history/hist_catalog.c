@@ -42,20 +42,6 @@ exec_oid(const char *sql, Oid arg, int expect)
 		elog(ERROR, "history catalog statement failed (%d): %s", rc, sql);
 }
 
-/* Owner of a relation */
-static Oid
-rel_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
 /*
  * Record the storage as the view's (dropped with it) and the view as
  * depending on the extension (DROP EXTENSION needs CASCADE), then note
@@ -244,7 +230,7 @@ HistCreateStorage(Oid viewid, HistDef *def)
 		elog(ERROR, "could not create history storage index: %s", sql.data);
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "ALTER TABLE mvinc.%s OWNER TO %s", quote_identifier(name),
-					 quote_identifier(GetUserNameFromId(rel_owner(viewid), false)));
+					 quote_identifier(GetUserNameFromId(MvRelOwner(viewid), false)));
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not set the owner of the history storage");
 	MvSpiFinish();

@@ -68,22 +68,6 @@ state_sql(HistDef *def, const char *from)
 	return sql.data;
 }
 
-/* Make the matview look populated (pg_dump then emits its REFRESH) */
-static void
-mark_populated(Oid viewid)
-{
-	Relation	rel = table_open(viewid, AccessShareLock);
-
-	if (!RelationIsPopulated(rel))
-	{
-		table_close(rel, NoLock);
-		rel = table_open(viewid, AccessExclusiveLock);
-		SetMatViewPopulatedState(rel, true);
-		CommandCounterIncrement();
-	}
-	table_close(rel, NoLock);
-}
-
 /* Refuse to feed a view under a snapshot that may predate changes */
 static void
 require_read_committed(Oid viewid, const char *action)
@@ -98,12 +82,19 @@ require_read_committed(Oid viewid, const char *action)
 				 errhint("Run it in a READ COMMITTED transaction.")));
 }
 
-/* Lock the view and read its catalog row (adopting restored storage) */
+/*
+ * Become mvinc (save must be ended by the caller), lock the view and read
+ * its catalog row (adopting restored storage); refuse the other feed.
+ */
 static HistCatalog *
-lock_view(Oid viewid)
+begin_feed(Oid viewid, MvInternal *save, const char *feed)
 {
 	HistCatalog *cat;
 
+	MvBecomeInternal(save);
+	if (work_mem < 65536)
+		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	/* two feeds of one view serialize here; readers are not blocked */
 	LockRelationOid(viewid, ExclusiveLock);
 	cat = HistCatalogLookup(viewid, true);
@@ -112,6 +103,18 @@ lock_view(Oid viewid)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a history view", get_rel_name(viewid)),
 				 errhint("Create it WITH (mvinc.history = true, mvinc.key = '...').")));
+	if (cat->feed && strcmp(cat->feed, feed) != 0 && strcmp(feed, "stream") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("history view \"%s\" is fed by snapshot loads", get_rel_name(viewid)),
+				 errdetail("Its versions come from mvinc.history_load(), not from its source's changes."),
+				 errhint("Load the next snapshot with mvinc.history_load().")));
+	if (cat->feed && strcmp(cat->feed, feed) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("history view \"%s\" is fed by its source's changes", get_rel_name(viewid)),
+				 errdetail("It has been refreshed; a view takes either refreshes or snapshot loads."),
+				 errhint("Create the view WITH NO DATA over a table of the extract's shape and load snapshots into that one.")));
 	return cat;
 }
 
@@ -147,7 +150,7 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	UnregisterSnapshot(snap);
 	MvSetConsumer(def->sourceid, HistConsumerName(viewid), before);
 	HistCatalogSetCheckpoint(viewid, snaptext, before, ap.opened + ap.closed);
-	mark_populated(viewid);
+	MvMarkPopulated(viewid);
 }
 
 /* Apply the captured changes since the checkpoint */
@@ -225,17 +228,7 @@ HistRefresh(Oid viewid, bool skip_data)
 	/* before the rights check's lock: the first refresh upgrades it (populated) */
 	LockRelationOid(viewid, ExclusiveLock);
 	MvCheckOwnerCanRead(viewid);
-	MvBecomeInternal(&save);
-	if (work_mem < 65536)
-		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	cat = lock_view(viewid);
-	if (cat->feed && strcmp(cat->feed, "snapshot") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("history view \"%s\" is fed by snapshot loads", get_rel_name(viewid)),
-				 errdetail("Its versions come from mvinc.history_load(), not from its source's changes."),
-				 errhint("Load the next snapshot with mvinc.history_load().")));
+	cat = begin_feed(viewid, &save, "stream");
 	def = HistDefForView(viewid, cat);
 	/*
 	 * The transaction's own changes to the source (before or after this
@@ -376,17 +369,7 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 				 errmsg("as_of must be a finite time")));
 	require_read_committed(viewid, "load a snapshot into");
 
-	MvBecomeInternal(&save);
-	if (work_mem < 65536)
-		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	cat = lock_view(viewid);
-	if (cat->feed && strcmp(cat->feed, "stream") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("history view \"%s\" is fed by its source's changes", get_rel_name(viewid)),
-				 errdetail("It has been refreshed; a view takes either refreshes or snapshot loads."),
-				 errhint("Create the view WITH NO DATA over a table of the extract's shape and load snapshots into that one.")));
+	cat = begin_feed(viewid, &save, "snapshot");
 	def = HistDefForView(viewid, cat);
 	check_snapshot_shape(def, snapshot, viewid);
 	if (!OidIsValid(cat->storage_oid))

@@ -188,6 +188,8 @@ extern bool MvAggRetractable(Oid aggfnoid);
 extern int	mvinc_refresh_depth;
 extern MvRefreshResult MvRefresh(Oid viewid, bool full, bool initial);
 extern void MvRefreshNoData(Oid viewid);
+extern void MvMarkPopulated(Oid viewid);
+extern Oid	MvRelOwner(Oid relid);
 extern MvRefreshResult MvRefreshKeepSnapshot(Oid viewid, Snapshot *snap);
 extern char *MvExprSql(Oid sourceid, Node *expr, const char *alias);
 extern void MvRefreshInit(void);

@@ -68,7 +68,6 @@ static planner_hook_type prev_planner_hook = NULL;
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 static ExecutorStart_hook_type prev_executor_start_hook = NULL;
 
-static Oid	get_rel_owner_oid(Oid relid);
 
 /* Refuse a write into an incremental view or a storage table */
 static void
@@ -245,7 +244,7 @@ build_read_query(Oid viewid, MvCatalog *cat)
 	List	   *raw;
 	Query	   *q;
 	List	   *rewritten;
-	Oid			owner = get_rel_owner_oid(viewid);
+	Oid			owner = MvRelOwner(viewid);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT * FROM (");
@@ -397,8 +396,8 @@ read_query(Oid viewid, RangeTblEntry *orig)
 
 
 /* Owner of a relation */
-static Oid
-get_rel_owner_oid(Oid relid)
+Oid
+MvRelOwner(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -419,7 +418,7 @@ static Query *
 history_read_query(Oid viewid, RangeTblEntry *orig)
 {
 	char	   *sql = HistReadSql(viewid);
-	Oid			owner = get_rel_owner_oid(viewid);
+	Oid			owner = MvRelOwner(viewid);
 	List	   *raw;
 	List	   *rewritten;
 	Query	   *q;

@@ -851,8 +851,8 @@ take_snapshot(RefreshCtx *rc)
 }
 
 /* Make the matview look populated (pg_dump then emits its REFRESH) */
-static void
-mark_populated(Oid viewid)
+void
+MvMarkPopulated(Oid viewid)
 {
 	Relation	rel = table_open(viewid, AccessShareLock);
 
@@ -885,14 +885,14 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 				 errmsg("materialized view \"%s\" is not refreshed yet", get_rel_name(rc->viewid)),
 				 errdetail("Change capture cannot track its source in this transaction."),
 				 errhint("Refresh the view again after this transaction commits; until then reads run its query.")));
-		mark_populated(rc->viewid);
+		MvMarkPopulated(rc->viewid);
 		res->mode = "noop";
 		return;
 	}
 	MvTrack(source, rc->def->kind == MV_KIND_AGGREGATE);
 	if (!OidIsValid(rc->cat->storage_oid))
 		rc->cat->storage_oid = MvCreateStorage(rc->viewid, rc->def, NULL);
-	mark_populated(rc->viewid);
+	MvMarkPopulated(rc->viewid);
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 
 	take_snapshot(rc);
