@@ -46,7 +46,8 @@ PG_FUNCTION_INFO_V1(mvinc_history_pending);
 /*
  * The read query of a history view, or NULL without storage.  Column
  * names and types are the storage's (by position: the view's names may
- * have been renamed since).
+ * have been renamed since).  A plan made before a view's first load reads
+ * pending changes too (there are none); one made after reads the storage.
  */
 char *
 HistReadSql(Oid viewid)
@@ -64,6 +65,9 @@ HistReadSql(Oid viewid)
 
 	if (cat == NULL || !OidIsValid(cat->storage_oid))
 		return NULL;
+	/* a snapshot-fed view has no change stream, and never will have */
+	if (cat->feed && strcmp(cat->feed, "snapshot") == 0)
+		return psprintf("SELECT * FROM %s", HistStorageSql(cat));
 	rel = relation_open(cat->storage_oid, AccessShareLock);
 	desc = RelationGetDescr(rel);
 	initStringInfo(&cols);
