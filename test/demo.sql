@@ -76,6 +76,20 @@ SELECT * FROM mvinc.views;
 SELECT * FROM mvinc.capture;
 \x off
 
+-- History views (zipper tables): every version of a projection of a table,
+-- each valid over [valid_from, valid_to), kept from the same change stream.
+CREATE TABLE customers (id int PRIMARY KEY, tier text NOT NULL, email text);
+INSERT INTO customers VALUES (1, 'bronze', 'a@example.com'), (2, 'silver', 'b@example.com');
+CREATE MATERIALIZED VIEW customer_tiers WITH (mvinc.history = true, mvinc.key = 'id')
+  AS SELECT id, tier FROM customers;
+UPDATE customers SET tier = 'gold' WHERE id = 1;
+UPDATE customers SET email = 'new@example.com' WHERE id = 2;   -- not tracked: no version
+DELETE FROM customers WHERE id = 2;
+-- never stale: these changes show before any refresh
+SELECT id, tier, valid_to = 'infinity' AS current FROM customer_tiers ORDER BY id, valid_from;
+REFRESH MATERIALIZED VIEW customer_tiers;
+SELECT count(*) AS problems FROM mvinc.history_check('customer_tiers');
+
 -- colfile: a columnar table access method, compressed with zstd.
 CREATE TABLE features (id bigint PRIMARY KEY, f1 int, f2 float8, f3 text) USING colfile;
 INSERT INTO features SELECT g, g % 100, g / 7.0, 'label ' || (g % 10) FROM generate_series(1, 100000) g;

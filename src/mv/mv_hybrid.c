@@ -31,6 +31,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
@@ -120,9 +121,18 @@ put_rows(MvDeltaRows *rows, ReturnSetInfo *rsinfo, Oid viewid)
 	bool	   *nulls = palloc(sizeof(bool) * Max(out->natts, 1));
 	ListCell   *lc;
 
-	if (rows->desc->natts != out->natts)
-		elog(ERROR, "delta of materialized view %u has %d columns, the read expects %d",
-			 viewid, rows->desc->natts, out->natts);
+	bool		same = rows->desc->natts == out->natts;
+	int			i;
+
+	/* the values go in as they are: the caller's column list must be theirs */
+	for (i = 0; same && i < out->natts; i++)
+		same = TupleDescAttr(rows->desc, i)->atttypid == TupleDescAttr(out, i)->atttypid;
+	if (!same)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the column definition list does not match the delta of materialized view \"%s\"",
+						get_rel_name(viewid)),
+				 errhint("mvinc._delta_states is called by reads of incremental views; query the view instead.")));
 	foreach(lc, rows->tuples)
 	{
 		heap_deform_tuple(lfirst(lc), rows->desc, values, nulls);
@@ -145,7 +155,12 @@ mvinc_delta_states(PG_FUNCTION_ARGS)
 	MemoryContext oldcxt;
 	MvDeltaRows *rows;
 
-	if (!MvMayReadView(viewid))
+	/*
+	 * The delta's state rows are the whole view's: only for a caller who
+	 * may read the view itself (a reader through a plain view reads the
+	 * defining query instead, see compute_branch).
+	 */
+	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for materialized view %s",

@@ -643,6 +643,7 @@ MvMayReadView(Oid viewid)
 typedef struct FreshMemo
 {
 	Oid			viewid;
+	Oid			userid;			/* the reader: hybrid only for direct readers */
 	LocalTransactionId lxid;
 	TransactionId xmin;
 	TransactionId xmax;
@@ -798,8 +799,14 @@ compute_branch(Oid viewid)
 								query_snap, active);
 		MvSpiFinish();
 	}
+	/*
+	 * The hybrid arm's delta is the whole view's: for a reader who may
+	 * read the view only through a plain view (which may hide rows or
+	 * columns), the defining query instead.
+	 */
 	if (delta == MV_DELTA_INSERTS)
-		return MV_READ_HYBRID;
+		return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ?
+			MV_READ_HYBRID : MV_READ_LIVE;
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
 }
 
@@ -809,7 +816,7 @@ memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
 {
 	int32		subxcnt = Max(snap->subxcnt, 0);
 
-	return m->viewid == viewid && m->lxid == MyProc->lxid &&
+	return m->viewid == viewid && m->userid == GetUserId() && m->lxid == MyProc->lxid &&
 		m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid &&
 		m->suboverflowed == snap->suboverflowed &&
 		m->takenDuringRecovery == snap->takenDuringRecovery &&
@@ -867,6 +874,7 @@ MvGetReadBranch(Oid viewid)
 	m->xcnt = snap->xcnt;
 	m->subxcnt = subxcnt;
 	m->branch = branch;
+	m->userid = GetUserId();
 	m->viewid = viewid;
 	return branch;
 }
