@@ -308,28 +308,10 @@ List *
 HistViewsOfSource(Oid relid)
 {
 	List	   *views = NIL;
-	MemoryContext outer = CurrentMemoryContext;
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	uint64		i;
 
-	if (!MvincExtensionReady())
-		return NIL;
-	MvSpiConnect();
-	if (SPI_execute_with_args("SELECT view::oid FROM mvinc.history_view WHERE source = $1::regclass",
-							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read mvinc.history_view");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-													   SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-		views = lappend_oid(views, v);
-		MemoryContextSwitchTo(spicxt);
-	}
-	MvSpiFinish();
+	if (MvincExtensionReady())
+		MvSpiOids("SELECT view::oid FROM mvinc.history_view WHERE source = $1::regclass",
+				  1, &relid, true, &views, NULL);
 	return views;
 }
 

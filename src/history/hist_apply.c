@@ -198,6 +198,19 @@ check_duplicates(HistDef *def, const char *state_sql, Snapshot snap)
 	return rows;
 }
 
+/* NEW / CHANGE / CLOSE counts of the keys in a table of changed keys */
+static void
+count_keys(const char *changed, HistApplied *out)
+{
+	run(psprintf("SELECT count(*) FILTER (WHERE _mvinc_in AND NOT _mvinc_covered), "
+				 "count(*) FILTER (WHERE _mvinc_in AND _mvinc_covered), "
+				 "count(*) FILTER (WHERE NOT _mvinc_in) FROM %s", changed),
+		NULL, 0, 0, SPI_OK_SELECT);
+	out->new_keys = first_int8(1);
+	out->changed_keys = first_int8(2);
+	out->closed_keys = first_int8(3);
+}
+
 /*
  * The state at t holds from t on, and no version starts or ends after t
  * (a load newer than every other, or empty storage): only current
@@ -225,13 +238,7 @@ set_state_in_order(HistDef *def, const char *storage, const char *state_sql,
 		snap, t, t, SPI_OK_UTILITY);
 	/* its size, for the join below (the storage is the side to probe) */
 	run(psprintf("ANALYZE %s", changed), NULL, t, t, SPI_OK_UTILITY);
-	run(psprintf("SELECT count(*) FILTER (WHERE _mvinc_in AND NOT _mvinc_covered), "
-				 "count(*) FILTER (WHERE _mvinc_in AND _mvinc_covered), "
-				 "count(*) FILTER (WHERE NOT _mvinc_in) FROM %s", changed),
-		NULL, t, t, SPI_OK_SELECT);
-	out->new_keys = first_int8(1);
-	out->changed_keys = first_int8(2);
-	out->closed_keys = first_int8(3);
+	count_keys(changed, out);
 	out->closed = run(psprintf("UPDATE %s h SET valid_to = $1 FROM %s c WHERE %s "
 							   "AND c._mvinc_covered AND h.valid_to = 'infinity'",
 							   storage, changed, HistKeysEqualSql(def, "h", "c")),
@@ -288,13 +295,7 @@ HistSetState(HistDef *def, const char *storage, const char *state_sql,
 				 changed, keys, state, storage, keys, keys,
 				 values_equal_sql(def, "f.%s", "o.%s")),
 		NULL, t, u, SPI_OK_UTILITY);
-	run(psprintf("SELECT count(*) FILTER (WHERE _mvinc_in AND NOT _mvinc_covered), "
-				 "count(*) FILTER (WHERE _mvinc_in AND _mvinc_covered), "
-				 "count(*) FILTER (WHERE NOT _mvinc_in) FROM %s", changed),
-		NULL, t, u, SPI_OK_SELECT);
-	out->new_keys = first_int8(1);
-	out->changed_keys = first_int8(2);
-	out->closed_keys = first_int8(3);
+	count_keys(changed, out);
 	if (out->new_keys + out->changed_keys + out->closed_keys == 0)
 	{
 		run(psprintf("DROP TABLE %s, %s", state, changed), NULL, t, u, SPI_OK_UTILITY);

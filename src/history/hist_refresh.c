@@ -449,34 +449,18 @@ mvinc_on_history_drop(PG_FUNCTION_ARGS)
 {
 	List	   *views = NIL;
 	List	   *sources = NIL;
-	MemoryContext outer = CurrentMemoryContext;
 	ListCell   *lc,
 			   *lc2;
-	uint64		i;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "not fired by event trigger manager");
 	if (!MvincExtensionReady())
 		return (Datum) 0;
-	MvSpiConnect();
-	if (SPI_execute("DELETE FROM mvinc.history_view v "
-					"USING pg_catalog.pg_event_trigger_dropped_objects() d "
-					"WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
-					"AND d.objid = v.view::oid AND d.objsubid = 0 "
-					"RETURNING v.view::oid, v.source::oid", false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not forget dropped history views");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-		views = lappend_oid(views, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																  SPI_tuptable->tupdesc, 1, &isnull)));
-		sources = lappend_oid(sources, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																	  SPI_tuptable->tupdesc, 2, &isnull)));
-		MemoryContextSwitchTo(spicxt);
-	}
-	MvSpiFinish();
+	MvSpiOids("DELETE FROM mvinc.history_view v "
+			  "USING pg_catalog.pg_event_trigger_dropped_objects() d "
+			  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+			  "AND d.objid = v.view::oid AND d.objsubid = 0 "
+			  "RETURNING v.view::oid, v.source::oid", 0, NULL, false, &views, &sources);
 	forboth(lc, views, lc2, sources)
 		MvDropConsumer(lfirst_oid(lc2), HistConsumerName(lfirst_oid(lc)));
 	return (Datum) 0;

@@ -111,6 +111,8 @@ extern void MvBecomeInternal(MvInternal *save);
 extern void MvEndInternal(MvInternal *save);
 extern void MvSpiConnect(void);
 extern void MvSpiFinish(void);
+extern void MvSpiOids(const char *sql, int nargs, Oid *args, bool read_only,
+					  List **first, List **second);
 extern bool MvincExtensionReady(void);
 extern bool MvStartViewWorker(Oid viewid, const char *function, const char *type);
 extern Oid	MvincSchemaOid(void);

@@ -204,32 +204,16 @@ mvinc_on_sql_drop(PG_FUNCTION_ARGS)
 	List	   *sources = NIL;
 	ListCell   *lc,
 			   *lc2;
-	MemoryContext outer = CurrentMemoryContext;
-	uint64		i;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "not fired by event trigger manager");
 	if (!MvincExtensionReady())
 		return (Datum) 0;
 
-	MvSpiConnect();
-	if (SPI_execute("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
-					"JOIN pg_event_trigger_dropped_objects() d "
-					"ON d.classid = 'pg_class'::regclass AND d.objid = v.view::oid "
-					"AND d.objsubid = 0", true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read dropped objects");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-		views = lappend_oid(views, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																  SPI_tuptable->tupdesc, 1, &isnull)));
-		sources = lappend_oid(sources, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																	  SPI_tuptable->tupdesc, 2, &isnull)));
-		MemoryContextSwitchTo(spicxt);
-	}
-	MvSpiFinish();
+	MvSpiOids("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
+			  "JOIN pg_event_trigger_dropped_objects() d "
+			  "ON d.classid = 'pg_class'::regclass AND d.objid = v.view::oid "
+			  "AND d.objsubid = 0", 0, NULL, true, &views, &sources);
 
 	forboth(lc, views, lc2, sources)
 	{
@@ -244,23 +228,11 @@ mvinc_on_sql_drop(PG_FUNCTION_ARGS)
 	 * CASCADE, DROP OWNED): their change logs and tracking rows go in the
 	 * same transaction (the utility hook sees only DROP TABLE by name).
 	 */
-	MvSpiConnect();
-	if (SPI_execute("SELECT t.relid FROM mvinc.tracked t "
-					"JOIN pg_catalog.pg_event_trigger_dropped_objects() d "
-					"ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
-					"AND d.objid = t.relid AND d.objsubid = 0", true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read dropped sources");
 	sources = NIL;
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-		sources = lappend_oid(sources, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																	  SPI_tuptable->tupdesc, 1, &isnull)));
-		MemoryContextSwitchTo(spicxt);
-	}
-	MvSpiFinish();
+	MvSpiOids("SELECT t.relid FROM mvinc.tracked t "
+			  "JOIN pg_catalog.pg_event_trigger_dropped_objects() d "
+			  "ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+			  "AND d.objid = t.relid AND d.objsubid = 0", 0, NULL, true, &sources, NULL);
 	foreach(lc, sources)
 		MvForgetDroppedSource(lfirst_oid(lc));
 	return (Datum) 0;
@@ -279,35 +251,20 @@ MvSyncStorageOwners(void)
 	List	   *owners = NIL;
 	ListCell   *lc,
 			   *lc2;
-	MemoryContext outer = CurrentMemoryContext;
-	uint64		i;
 
-	MvSpiConnect();
-	if (SPI_execute("SELECT s.oid, c.relowner FROM mvinc.mv_view v "
-					"JOIN pg_catalog.pg_class c ON c.oid = v.view "
-					"JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
-					" AND (s.oid = v.storage_oid OR s.relname::text = v.storage_name::text || '_append') "
-					"WHERE s.relkind = 'r' AND s.relowner <> c.relowner "
-					"UNION ALL "	/* and the storage of history views (src/history) */
-					"SELECT s.oid, c.relowner FROM mvinc.history_view v "
-					"JOIN pg_catalog.pg_class c ON c.oid = v.view "
-					"JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
-					" AND s.relname::text = v.storage_name::text "
-					"WHERE s.relkind = 'r' AND s.relowner <> c.relowner",
-					false, 0) != SPI_OK_SELECT)	/* a new snapshot: it sees the ALTER */
-		elog(ERROR, "could not read storage owners");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-		tables = lappend_oid(tables, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																	SPI_tuptable->tupdesc, 1, &isnull)));
-		owners = lappend_oid(owners, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																	SPI_tuptable->tupdesc, 2, &isnull)));
-		MemoryContextSwitchTo(spicxt);
-	}
-	MvSpiFinish();
+	/* a new snapshot (not read-only): it sees the ALTER */
+	MvSpiOids("SELECT s.oid, c.relowner FROM mvinc.mv_view v "
+			  "JOIN pg_catalog.pg_class c ON c.oid = v.view "
+			  "JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
+			  " AND (s.oid = v.storage_oid OR s.relname::text = v.storage_name::text || '_append') "
+			  "WHERE s.relkind = 'r' AND s.relowner <> c.relowner "
+			  "UNION ALL "	/* and the storage of history views (src/history) */
+			  "SELECT s.oid, c.relowner FROM mvinc.history_view v "
+			  "JOIN pg_catalog.pg_class c ON c.oid = v.view "
+			  "JOIN pg_catalog.pg_class s ON s.relnamespace = 'mvinc'::pg_catalog.regnamespace "
+			  " AND s.relname::text = v.storage_name::text "
+			  "WHERE s.relkind = 'r' AND s.relowner <> c.relowner",
+			  0, NULL, false, &tables, &owners);
 	forboth(lc, tables, lc2, owners)
 		ATExecChangeOwner(lfirst_oid(lc), lfirst_oid(lc2), true, AccessExclusiveLock);
 }

@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "executor/spi.h"
@@ -218,4 +220,40 @@ MvStartViewWorker(Oid viewid, const char *function, const char *type)
 	memcpy(bgw.bgw_extra, &MyDatabaseId, sizeof(Oid));
 	bgw.bgw_notify_pid = 0;
 	return RegisterDynamicBackgroundWorker(&bgw, NULL);
+}
+
+/*
+ * Run internal SQL returning oid columns (one or two; nargs $n are oids)
+ * and collect them into *first and, when second is given, *second, in the
+ * caller's memory context.  read_only: in the statement's snapshot.
+ */
+void
+MvSpiOids(const char *sql, int nargs, Oid *args, bool read_only, List **first, List **second)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Oid			types[2] = {OIDOID, OIDOID};
+	Datum		values[2];
+	int			rc;
+	uint64		i;
+
+	Assert(nargs <= 2);
+	for (i = 0; i < (uint64) nargs; i++)
+		values[i] = ObjectIdGetDatum(args[i]);
+	MvSpiConnect();
+	rc = SPI_execute_with_args(sql, nargs, types, values, NULL, read_only, 0);
+	if (rc != SPI_OK_SELECT && rc != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "mvinc internal query failed (%d): %s", rc, sql);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		a = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		Datum		b = second ? SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull) : 0;
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		*first = lappend_oid(*first, DatumGetObjectId(a));
+		if (second)
+			*second = lappend_oid(*second, DatumGetObjectId(b));
+		MemoryContextSwitchTo(spicxt);
+	}
+	MvSpiFinish();
 }

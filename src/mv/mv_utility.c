@@ -270,6 +270,30 @@ refuse_mvinc_table_ddl(Node *parsetree)
 			 errhint("Only a superuser may change them.")));
 }
 
+/*
+ * Shared start of CREATE of an incremental or history view: the extension
+ * must be there; with IF NOT EXISTS and an existing relation, PostgreSQL
+ * gives its notice (true: nothing more to do).
+ */
+static bool
+create_exists(PlannedStmt *pcopy, CreateTableAsStmt *copy, MvOptions *o,
+			  const char *queryString, ProcessUtilityContext context,
+			  ParamListInfo params, QueryEnvironment *queryEnv, DestReceiver *dest,
+			  QueryCompletion *qc)
+{
+	if (!MvincExtensionReady())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"mvinc\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION mvinc.")));
+	if (!copy->if_not_exists || !OidIsValid(RangeVarGetRelid(copy->into->rel, NoLock, true)))
+		return false;
+	copy->into->options = o->rest;
+	pcopy->utilityStmt = (Node *) copy;
+	call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+	return true;
+}
+
 /* CREATE MATERIALIZED VIEW ... WITH (mvinc.incremental = true) */
 static void
 create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
@@ -285,20 +309,8 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	MvDef	   *def;
 	Oid			viewid;
 
-	if (!MvincExtensionReady())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"mvinc\" is not installed in this database"),
-				 errhint("Run CREATE EXTENSION mvinc.")));
-
-	if (copy->if_not_exists &&
-		OidIsValid(RangeVarGetRelid(into->rel, NoLock, true)))
-	{
-		into->options = o->rest;
-		pcopy->utilityStmt = (Node *) copy;
-		call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+	if (create_exists(pcopy, copy, o, queryString, context, params, queryEnv, dest, qc))
 		return;
-	}
 
 	def = MvAnalyzeQuery(query, into->rel->relname, true);
 
@@ -355,19 +367,8 @@ create_history(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	HistDef    *def;
 	Oid			viewid;
 
-	if (!MvincExtensionReady())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"mvinc\" is not installed in this database"),
-				 errhint("Run CREATE EXTENSION mvinc.")));
-	if (copy->if_not_exists &&
-		OidIsValid(RangeVarGetRelid(into->rel, NoLock, true)))
-	{
-		into->options = o->rest;
-		pcopy->utilityStmt = (Node *) copy;
-		call_next(pcopy, queryString, false, context, params, queryEnv, dest, qc);
+	if (create_exists(pcopy, copy, o, queryString, context, params, queryEnv, dest, qc))
 		return;
-	}
 
 	def = HistAnalyze(query, into->colNames, into->rel->relname, &o->hist);
 	/* what a native matview asks of its creator */
@@ -638,34 +639,14 @@ drop_owned_views(DropOwnedStmt *stmt)
 	List	   *sources = NIL;
 	ListCell   *lc,
 			   *ls;
-	MemoryContext outer = CurrentMemoryContext;
 
 	foreach(lc, stmt->roles)
 	{
 		Oid			role = get_rolespec_oid(lfirst(lc), false);
-		Oid			types[1] = {OIDOID};
-		Datum		values[1] = {ObjectIdGetDatum(role)};
-		uint64		i;
 
-		MvSpiConnect();
-		if (SPI_execute_with_args("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
-								  "JOIN pg_catalog.pg_class c ON c.oid = v.view "
-								  "WHERE c.relowner = $1", 1, types, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read mvinc.mv_view");
-		for (i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Oid			v = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1, &isnull));
-			Oid			src = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															 SPI_tuptable->tupdesc, 2, &isnull));
-			MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-			views = lappend_oid(views, v);
-			sources = lappend_oid(sources, src);
-			MemoryContextSwitchTo(spicxt);
-		}
-		MvSpiFinish();
+		MvSpiOids("SELECT v.view::oid, v.source::oid FROM mvinc.mv_view v "
+				  "JOIN pg_catalog.pg_class c ON c.oid = v.view WHERE c.relowner = $1",
+				  1, &role, false, &views, &sources);
 	}
 	forboth(lc, views, ls, sources)
 	{
