@@ -58,7 +58,8 @@ CREATE INDEX colfile_rowstate_key
 CREATE FUNCTION mvinc.colfile_stats(rel regclass,
     OUT row_groups bigint, OUT live_rows bigint, OUT deleted_rows bigint,
     OUT locked_rows bigint, OUT column_files bigint, OUT delete_files bigint,
-    OUT pages bigint, OUT compressed_bytes bigint, OUT raw_bytes bigint)
+    OUT pages bigint, OUT compressed_bytes bigint, OUT raw_bytes bigint,
+    OUT free_bytes bigint)
     RETURNS record
     LANGUAGE c STRICT
     AS 'MODULE_PATHNAME', 'colfile_stats';

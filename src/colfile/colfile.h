@@ -39,8 +39,7 @@
  * speculative insertion tokens (ON CONFLICT waits for the inserting
  * transaction); scans give no xmin, xmax, cmin or cmax (fetches by TID give
  * xmin, the transaction that wrote the row group); VACUUM FULL, CLUSTER
- * and TRUNCATE are not MVCC-safe for older snapshots; space of dropped row
- * groups is reused only after VACUUM FULL.
+ * and TRUNCATE are not MVCC-safe for older snapshots.
  *-------------------------------------------------------------------------
  */
 #ifndef MVINC_COLFILE_H
@@ -53,6 +52,7 @@
 #include "nodes/bitmapset.h"
 #include "storage/buf.h"
 #include "storage/itemptr.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
@@ -251,9 +251,21 @@ typedef struct ColfileRowState
 	ItemPointerData self;		/* heap TID of the record */
 } ColfileRowState;
 
+/* A run of free bytes of the byte stream */
+typedef struct ColfileExtent
+{
+	int64		offset;
+	int64		length;
+} ColfileExtent;
+
 /* colfile_storage.c */
 extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
-extern int64 ColfileAppendBytes(Relation rel, const char *data, int64 len);
+extern int64 ColfileWriteBytes(Relation rel, const char *data, int64 len);
+extern BlockNumber ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n,
+									   int64 end);
+extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n);
+extern void ColfileLockSpace(Relation rel, LOCKMODE mode);
+extern void ColfileUnlockSpace(Relation rel, LOCKMODE mode);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
 extern void ColfileReadBytesKeep(Relation rel, int64 offset, char *dst, int64 len,
 								 Buffer *keep);

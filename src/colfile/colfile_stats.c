@@ -123,8 +123,12 @@ colfile_stats(PG_FUNCTION_ARGS)
 	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, snap);
 	ListCell   *lc;
 	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	Datum		values[10];
+	bool		nulls[10] = {0};
+	ColfileExtent *free_ext;
+	int			nfree,
+				i;
+	int64		free_bytes = 0;
 	int64		rows = 0,
 				comp = 0,
 				raw = 0,
@@ -160,6 +164,10 @@ colfile_stats(PG_FUNCTION_ARGS)
 	values[6] = Int64GetDatum(RelationGetNumberOfBlocks(rel));
 	values[7] = Int64GetDatum(comp);
 	values[8] = Int64GetDatum(raw);
+	free_ext = ColfileListFreeExtents(rel, &nfree);
+	for (i = 0; i < nfree; i++)
+		free_bytes += free_ext[i].length;
+	values[9] = Int64GetDatum(free_bytes);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -335,6 +343,23 @@ problem(ReturnSetInfo *rsinfo, const char *what, char *detail)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/* A byte extent for colfile_check: a visible row group's, or a free one */
+typedef struct CheckedExtent
+{
+	int64		offset;
+	int64		length;
+	bool		is_free;
+} CheckedExtent;
+
+static int
+checked_extent_cmp(const void *a, const void *b)
+{
+	int64		x = ((const CheckedExtent *) a)->offset;
+	int64		y = ((const CheckedExtent *) b)->offset;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 Datum
 colfile_check(PG_FUNCTION_ARGS)
 {
@@ -439,7 +464,55 @@ colfile_check(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/* row states must name rows of existing row groups */
+	/*
+	 * No two visible row groups share a byte, and no listed free extent
+	 * holds a byte of a visible row group
+	 */
+	{
+		int			nfree,
+					n = 0,
+					i;
+		ColfileExtent *free_ext = ColfileListFreeExtents(rel, &nfree);
+		CheckedExtent *all = palloc(sizeof(CheckedExtent) * (list_length(groups) + nfree + 1));
+
+		foreach(lc, groups)
+		{
+			ColfileRowGroup *rg = lfirst(lc);
+
+			if (rg->data_length <= 0)
+				continue;
+			all[n].offset = rg->data_offset;
+			all[n].length = rg->data_length;
+			all[n++].is_free = false;
+		}
+		for (i = 0; i < nfree; i++)
+		{
+			if (free_ext[i].offset + free_ext[i].length > next_byte)
+				problem(rsinfo, "free extent beyond the byte allocator",
+						psprintf("free extent at byte %lld of %lld bytes, metapage says %lld",
+								 (long long) free_ext[i].offset,
+								 (long long) free_ext[i].length, (long long) next_byte));
+			all[n].offset = free_ext[i].offset;
+			all[n].length = free_ext[i].length;
+			all[n++].is_free = true;
+		}
+		qsort(all, n, sizeof(CheckedExtent), checked_extent_cmp);
+		for (i = 1; i < n; i++)
+		{
+			CheckedExtent *a = &all[i - 1];
+			CheckedExtent *b = &all[i];
+
+			if (a->offset + a->length > b->offset)
+				problem(rsinfo,
+						a->is_free || b->is_free ?
+						"row group bytes listed free" : "row groups share bytes",
+						psprintf("bytes %lld..%lld and %lld..%lld overlap",
+								 (long long) a->offset, (long long) (a->offset + a->length),
+								 (long long) b->offset, (long long) (b->offset + b->length)));
+		}
+	}
+
+	/* deletions the snapshot sees must name rows of groups it sees */
 	{
 		HASH_SEQ_STATUS st;
 		ItemPointer t;
@@ -450,7 +523,7 @@ colfile_check(PG_FUNCTION_ARGS)
 			ColfileRowGroup rg;
 
 			if (!ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(t),
-									 SnapshotAny, &rg) ||
+									 snap, &rg) ||
 				ColfilePosFor(rg.first_block, t) >= rg.nrows)
 				problem(rsinfo, "deletion of a row that does not exist",
 						psprintf("row (%u,%u)", ItemPointerGetBlockNumber(t),

@@ -1,15 +1,27 @@
 /*-------------------------------------------------------------------------
  * colfile_storage.c
  *	  The relation's pages: a metapage (block 0) with the TID-block and byte
- *	  allocators, then an append-only byte stream of column chunks.
+ *	  allocators and the free-extent list, then a byte stream of column
+ *	  chunks.
  *
  * Every page change is WAL-logged with generic WAL, so redo needs no
  * library and data checksums apply as for any buffer. Writers serialise on
  * the metapage's exclusive buffer lock while they allocate and copy bytes;
  * metadata rows that reference the bytes are inserted afterwards, so a
  * crash leaves at worst unreferenced bytes (never a reference to missing
- * ones), and the allocators only move forward until the relfilenode is
- * replaced (TRUNCATE, VACUUM FULL, CLUSTER).
+ * ones).
+ *
+ * Space reuse (docs/internals.md, "colfile space reuse"): the free-extent
+ * list is derived, never maintained by deletes. VACUUM recomputes it as the
+ * gaps between the byte extents of every row group tuple still present in
+ * mvinc.colfile_rowgroup (aborted inserts excepted), so a crash, an aborted
+ * VACUUM or an aborted writer can only leave space unlisted until the next
+ * VACUUM, never listed twice. A row group's bytes are reused only once its
+ * tuple is physically gone from the heap (pruned), so no snapshot, not even
+ * SnapshotAny or a standby's, can still reach them. Writers hold the space
+ * lock (ColfileLockSpace) from taking bytes until their row group tuple is
+ * inserted; VACUUM takes it in ExclusiveLock mode to see no allocation in
+ * flight while it recomputes.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -29,9 +41,40 @@ typedef struct ColfileMetaPage
 	uint32		version;
 	uint64		next_tid_block;
 	uint64		next_byte;
+	uint32		nfree;			/* free extents listed (0 on pages of 0.1) */
+	uint32		pad;
+	ColfileExtent free[FLEXIBLE_ARRAY_MEMBER];	/* by offset */
 } ColfileMetaPage;
 
+static int
+int64_desc_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x > y ? -1 : x < y ? 1 : 0;
+}
+
 #define MetaOf(page) ((ColfileMetaPage *) PageGetContents(page))
+
+/* Most free extents the metapage lists; the largest are kept */
+#define MAX_FREE_EXTENTS 384
+StaticAssertDecl(offsetof(ColfileMetaPage, free) + MAX_FREE_EXTENTS * sizeof(ColfileExtent) <=
+				 BLCKSZ - MAXALIGN(SizeOfPageHeaderData),
+				 "colfile free-extent list must fit the metapage");
+
+/*
+ * pd_lower covers the listed extents: generic WAL keeps only the bytes
+ * below pd_lower (and zeroes the hole up to pd_upper).
+ */
+static void
+set_meta_lower(Page page)
+{
+	ColfileMetaPage *m = MetaOf(page);
+
+	((PageHeader) page)->pd_lower =
+		((char *) &m->free[m->nfree]) - (char *) page;
+}
 
 /* Pin and lock block 0, creating it when the relation is empty */
 static Buffer
@@ -57,8 +100,8 @@ lock_metapage(Relation rel, int mode)
 			MetaOf(page)->version = COLFILE_VERSION;
 			MetaOf(page)->next_tid_block = 0;
 			MetaOf(page)->next_byte = 0;
-			((PageHeader) page)->pd_lower =
-				((char *) MetaOf(page) + sizeof(ColfileMetaPage)) - (char *) page;
+			MetaOf(page)->nfree = 0;
+			set_meta_lower(page);
 			GenericXLogFinish(state);
 			UnlockReleaseBuffer(buf);
 		}
@@ -121,15 +164,64 @@ ColfileReserveTidBlocks(Relation rel, int nblocks)
 	return first;
 }
 
-/* Append len bytes to the byte stream; returns their logical offset */
+/*
+ * Take len bytes from the free-extent list (best fit): the offset, or -1.
+ * The caller holds the metapage exclusively and has registered it.
+ */
+static int64
+take_free_extent(Page metapage, int64 len)
+{
+	ColfileMetaPage *m = MetaOf(metapage);
+	int			best = -1;
+	int64		start;
+	uint32		i;
+
+	for (i = 0; i < m->nfree; i++)
+		if (m->free[i].length >= len &&
+			(best < 0 || m->free[i].length < m->free[best].length))
+			best = i;
+	if (best < 0)
+		return -1;
+	start = m->free[best].offset;
+	m->free[best].offset += len;
+	m->free[best].length -= len;
+	if (m->free[best].length == 0)
+	{
+		memmove(&m->free[best], &m->free[best + 1],
+				sizeof(ColfileExtent) * (m->nfree - best - 1));
+		m->nfree--;
+		set_meta_lower(metapage);
+	}
+	return start;
+}
+
+/*
+ * Store len bytes in the byte stream, in a listed free extent when one is
+ * large enough, else at the end; returns their logical offset. The caller
+ * holds the space lock (ColfileLockSpace) until the row group that
+ * references the bytes is inserted.
+ */
 int64
-ColfileAppendBytes(Relation rel, const char *data, int64 len)
+ColfileWriteBytes(Relation rel, const char *data, int64 len)
 {
 	Buffer		metabuf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
 	GenericXLogState *state;
 	Page		page;
-	int64		start = MetaOf(BufferGetPage(metabuf))->next_byte;
+	int64		start;
 	int64		done = 0;
+	bool		reused;
+
+	state = GenericXLogStart(rel);
+	page = GenericXLogRegisterBuffer(state, metabuf, 0);
+	start = take_free_extent(page, len);
+	reused = start >= 0;
+	if (!reused)
+	{
+		start = MetaOf(page)->next_byte;
+		MetaOf(page)->next_byte = start + len;
+	}
+	/* allocation first: the data pages' records follow it in the WAL */
+	GenericXLogFinish(state);
 
 	while (done < len)
 	{
@@ -142,6 +234,7 @@ ColfileAppendBytes(Relation rel, const char *data, int64 len)
 
 		if (blk >= RelationGetNumberOfBlocks(rel))
 		{
+			Assert(!reused);
 			LockRelationForExtension(rel, ExclusiveLock);
 			for (;;)
 			{
@@ -163,7 +256,13 @@ ColfileAppendBytes(Relation rel, const char *data, int64 len)
 			buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		state = GenericXLogStart(rel);
-		if (isnew || PageIsNew(BufferGetPage(buf)) || off == 0)
+
+		/*
+		 * A page is started afresh when it is new, or when an append begins
+		 * it (nothing referenced lies at or past the end); a reused extent
+		 * shares its first and last pages with live row groups.
+		 */
+		if (isnew || PageIsNew(BufferGetPage(buf)) || (!reused && off == 0))
 		{
 			page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
 			PageInit(page, BLCKSZ, 0);
@@ -177,13 +276,96 @@ ColfileAppendBytes(Relation rel, const char *data, int64 len)
 		UnlockReleaseBuffer(buf);
 		done += n;
 	}
-
-	state = GenericXLogStart(rel);
-	page = GenericXLogRegisterBuffer(state, metabuf, 0);
-	MetaOf(page)->next_byte = start + len;
-	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
 	return start;
+}
+
+/*
+ * VACUUM: list the free extents (sorted by offset; the largest
+ * MAX_FREE_EXTENTS are kept, the rest wait for the next VACUUM) and, when
+ * end < next_byte, move the end of the byte stream back to end. The caller
+ * holds the space lock in ExclusiveLock mode. Returns the number of blocks
+ * the relation needs.
+ */
+BlockNumber
+ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n, int64 end)
+{
+	Buffer		buf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
+	GenericXLogState *state = GenericXLogStart(rel);
+	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+	ColfileMetaPage *m = MetaOf(page);
+	int			i;
+
+	if (n > MAX_FREE_EXTENTS)
+	{
+		int			kept = 0;
+		int64		cutoff;
+		int64	   *lens = palloc(sizeof(int64) * n);
+
+		/* the MAX_FREE_EXTENTS-th largest length; ties at it may be dropped */
+		for (i = 0; i < n; i++)
+			lens[i] = ext[i].length;
+		qsort(lens, n, sizeof(int64), int64_desc_cmp);
+		cutoff = lens[MAX_FREE_EXTENTS - 1];
+		for (i = 0; i < n && kept < MAX_FREE_EXTENTS; i++)
+			if (ext[i].length >= cutoff)
+				m->free[kept++] = ext[i];
+		m->nfree = kept;
+		pfree(lens);
+	}
+	else
+	{
+		memcpy(m->free, ext, sizeof(ColfileExtent) * n);
+		m->nfree = n;
+	}
+	if (end < (int64) m->next_byte)
+		m->next_byte = end;
+	set_meta_lower(page);
+	end = m->next_byte;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	return 1 + (end + COLFILE_PAYLOAD_PER_PAGE - 1) / COLFILE_PAYLOAD_PER_PAGE;
+}
+
+/* A palloc'd copy of the listed free extents (by offset) */
+ColfileExtent *
+ColfileListFreeExtents(Relation rel, int *n)
+{
+	Buffer		buf;
+	ColfileExtent *ext;
+
+	*n = 0;
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return palloc(sizeof(ColfileExtent));
+	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
+	*n = MetaOf(BufferGetPage(buf))->nfree;
+	ext = palloc(sizeof(ColfileExtent) * (*n + 1));
+	memcpy(ext, MetaOf(BufferGetPage(buf))->free, sizeof(ColfileExtent) * (*n));
+	UnlockReleaseBuffer(buf);
+	return ext;
+}
+
+/*
+ * The space lock of a relfilenode: writers (RowExclusiveLock, shared among
+ * them) hold it from taking bytes until their row group tuple is inserted;
+ * VACUUM's recomputation of the free list takes ExclusiveLock.
+ */
+void
+ColfileLockSpace(Relation rel, LOCKMODE mode)
+{
+	ColfileMetaRels ids;
+
+	ColfileMetaRelIds(&ids);
+	LockDatabaseObject(ids.rowgroup, rel->rd_node.relNode, 0, mode);
+}
+
+void
+ColfileUnlockSpace(Relation rel, LOCKMODE mode)
+{
+	ColfileMetaRels ids;
+
+	ColfileMetaRelIds(&ids);
+	UnlockDatabaseObject(ids.rowgroup, rel->rd_node.relNode, 0, mode);
 }
 
 /*

@@ -6,9 +6,12 @@
  *
  * A row whose deletion committed before every running snapshot
  * (xmin < OldestXmin) is dead to everybody: VACUUM removes its index
- * entries, and a row group whose rows are all dead loses its metadata (its
- * bytes stay until VACUUM FULL rewrites the table). Index entries pointing
- * at TIDs that belong to no row group (aborted inserts) are dead as well.
+ * entries, and a row group whose rows are all dead loses its metadata.
+ * Index entries pointing at TIDs that belong to no row group (aborted
+ * inserts) are dead as well. Then VACUUM prunes the metadata tuples that
+ * are dead to everybody and lists the bytes no remaining tuple references
+ * as free, truncating the file's free tail (colfile_storage.c says why that
+ * order makes reuse safe).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,6 +25,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/storage.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "executor/executor.h"
@@ -29,6 +33,7 @@
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/hsearch.h"
@@ -433,6 +438,180 @@ vacuum_become_ordinary_writer(void)
 	MvincSetProcStatusFlag(PROC_IN_VACUUM, false);
 }
 
+/* Did the transaction that inserted this metadata tuple abort? */
+static bool
+inserter_aborted(HeapTupleHeader h)
+{
+	TransactionId xmin;
+
+	if (HeapTupleHeaderXminCommitted(h))
+		return false;
+	if (HeapTupleHeaderXminInvalid(h))
+		return true;
+	xmin = HeapTupleHeaderGetXmin(h);
+	return !TransactionIdIsCurrentTransactionId(xmin) &&
+		!TransactionIdIsInProgress(xmin) && !TransactionIdDidCommit(xmin);
+}
+
+/*
+ * Prune the heap pages of mvinc.colfile_rowgroup that hold deleted or
+ * aborted tuples of this relfilenode, so that the tuples dead to everybody
+ * are physically gone (and their removal WAL-logged, which cancels standby
+ * queries that could still see them) before their bytes are listed free.
+ * A page whose cleanup lock is not free now waits for the next VACUUM.
+ */
+static void
+prune_group_tuples(Oid relfilenode)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	Bitmapset  *blocks = NULL;
+	GlobalVisState *vistest;
+	int			b;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotAny, 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		HeapTupleHeader h = tup->t_data;
+
+		if ((!(h->t_infomask & HEAP_XMAX_INVALID) &&
+			 !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask)) || inserter_aborted(h))
+			blocks = bms_add_member(blocks, ItemPointerGetBlockNumber(&tup->t_self));
+	}
+	systable_endscan(scan);
+
+	vistest = GlobalVisTestFor(meta);
+	b = -1;
+	while ((b = bms_next_member(blocks, b)) >= 0)
+	{
+		Buffer		buf = ReadBuffer(meta, (BlockNumber) b);
+		int			nnewlpdead;
+
+		if (ConditionalLockBufferForCleanup(buf))
+		{
+			(void) heap_page_prune(meta, buf, InvalidTransactionId, vistest,
+								   InvalidTransactionId, 0, &nnewlpdead, NULL);
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
+	bms_free(blocks);
+	table_close(meta, RowExclusiveLock);
+}
+
+static int
+extent_offset_cmp(const void *a, const void *b)
+{
+	int64		x = ((const ColfileExtent *) a)->offset;
+	int64		y = ((const ColfileExtent *) b)->offset;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * List as free every byte that no row group tuple still present (aborted
+ * inserts excepted) references, and give the free tail back to the file
+ * system when ACCESS EXCLUSIVE is free at once (as heap's VACUUM does).
+ * Returns the bytes listed free.
+ */
+static int64
+reclaim_space(Relation rel)
+{
+	Oid			relfilenode = rel->rd_node.relNode;
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	ColfileExtent *used;
+	ColfileExtent *gaps;
+	int			nused = 0,
+				capused = 64,
+				ngaps = 0,
+				i;
+	int64		next_tid_block,
+				next_byte,
+				end = 0,
+				freed = 0;
+	BlockNumber need;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return 0;
+	ColfileLockSpace(rel, ExclusiveLock);
+	used = palloc(sizeof(ColfileExtent) * capused);
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotAny, 1, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int64		off,
+					len;
+
+		if (inserter_aborted(tup->t_data))
+			continue;
+		off = DatumGetInt64(heap_getattr(tup, 5, RelationGetDescr(meta), &isnull));
+		len = DatumGetInt64(heap_getattr(tup, 6, RelationGetDescr(meta), &isnull));
+		if (len <= 0)
+			continue;
+		if (nused == capused)
+		{
+			capused *= 2;
+			used = repalloc(used, sizeof(ColfileExtent) * capused);
+		}
+		used[nused].offset = off;
+		used[nused].length = len;
+		nused++;
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+
+	ColfileReadMeta(rel, &next_tid_block, &next_byte);
+	qsort(used, nused, sizeof(ColfileExtent), extent_offset_cmp);
+	gaps = palloc(sizeof(ColfileExtent) * (nused + 1));
+	for (i = 0; i < nused; i++)
+	{
+		if (used[i].offset > end)
+		{
+			gaps[ngaps].offset = end;
+			gaps[ngaps].length = used[i].offset - end;
+			freed += gaps[ngaps].length;
+			ngaps++;
+		}
+		end = Max(end, used[i].offset + used[i].length);
+	}
+	if (end < next_byte &&
+		!ConditionalLockRelation(rel, AccessExclusiveLock))
+	{
+		/* readers are busy: list the tail instead of cutting it off */
+		gaps[ngaps].offset = end;
+		gaps[ngaps].length = next_byte - end;
+		freed += gaps[ngaps].length;
+		ngaps++;
+		end = next_byte;
+	}
+	need = ColfileSetFreeSpace(rel, gaps, ngaps, end);
+	if (end < next_byte)
+	{
+		if (need < RelationGetNumberOfBlocks(rel))
+			RelationTruncate(rel, need);
+		UnlockRelation(rel, AccessExclusiveLock);
+	}
+	ColfileUnlockSpace(rel, ExclusiveLock);
+	pfree(used);
+	pfree(gaps);
+	return freed;
+}
+
 /* VACUUM: clean indexes, drop dead row groups, prune locks, update stats */
 void
 colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
@@ -512,6 +691,8 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 	}
 	(void) ColfilePruneRowStates(relfilenode);
 	ColfilePruneReservations(relfilenode);
+	prune_group_tuples(relfilenode);
+	(void) reclaim_space(rel);
 
 	nblocks = RelationGetNumberOfBlocks(rel);
 	vac_update_relstats(rel, nblocks, live, 0, nindexes > 0,

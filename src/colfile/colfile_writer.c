@@ -66,8 +66,11 @@ ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
 	rg.nrows = nrows;
 	rg.seq = ColfileNextSeq();
 	rg.data_length = data.len;
-	rg.data_offset = data.len > 0 ? ColfileAppendBytes(rel, data.data, data.len) : 0;
+	/* VACUUM must not list the bytes as free before the tuple exists */
+	ColfileLockSpace(rel, RowExclusiveLock);
+	rg.data_offset = data.len > 0 ? ColfileWriteBytes(rel, data.data, data.len) : 0;
 	ColfileInsertRowGroup(rel, &rg, cid);
+	ColfileUnlockSpace(rel, RowExclusiveLock);
 	pfree(data.data);
 	pfree(rg.directory);
 }
