@@ -148,8 +148,17 @@ typedef struct ColfileBlockDesc
 typedef struct ColfileDirHeader
 {
 	int32		natts;
-	int32		pad;
+	int32		rowids_off;		/* compacted group: offset of its row ids */
 } ColfileDirHeader;
+
+/*
+ * A compacted row group (colfile_compact.c) holds rows of several earlier
+ * groups under their own TIDs: its directory ends with nrows int64 row ids
+ * (block * COLFILE_ROWS_PER_BLOCK + offset - 1), ascending, at rowids_off
+ * from the start of the directory's data (8-aligned there; read with
+ * memcpy). A plain group's row p has row id first_block *
+ * COLFILE_ROWS_PER_BLOCK + p.
+ */
 
 /*
  * A row group as read from mvinc.colfile_rowgroup. nrows < 0 marks a
@@ -168,8 +177,10 @@ typedef struct ColfileRowGroup
 	int64		data_offset;
 	int64		data_length;
 	bytea	   *directory;		/* detoasted copy */
+	int32		rowids_off;		/* compacted group: see ColfileDirHeader */
 	TransactionId xmin;
 	CommandId	cmin;			/* when xmin is this transaction's, else invalid */
+	ItemPointerData self;		/* the metadata tuple */
 } ColfileRowGroup;
 
 /* Decoded chunk of one column */
@@ -214,6 +225,7 @@ typedef struct ColfileMetaRels
 extern int	colfile_rows_per_group;
 extern int	colfile_compression_level;
 extern int	colfile_zstd_min_gain;
+extern double colfile_compact_dead_fraction;
 
 /* colfile_init.c */
 extern bool ColfileIsColfileRel(Relation rel);
@@ -229,7 +241,13 @@ extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
 extern void ColfileDeleteAllMetadata(Oid relfilenode);
-extern void ColfileDeleteRowGroupMeta(Oid relfilenode, int64 first_block, int nrows);
+extern void ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg);
+extern void ColfileReplaceRowGroups(Relation rel, List *sources,
+									ColfileRowGroup *merged);
+/* Is the row at tid dead to everybody? (VACUUM's answer) */
+typedef bool (*ColfileRowDead) (void *arg, ItemPointer tid);
+extern void ColfileDeleteRowStatesWhere(Oid relfilenode, ColfileRowGroup *rg,
+										ColfileRowDead dead, void *arg);
 extern int64 ColfilePruneRowStates(Oid relfilenode);
 extern void ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 								  ItemPointer new_tid, CommandId cid);
@@ -264,6 +282,8 @@ extern int64 ColfileWriteBytes(Relation rel, const char *data, int64 len);
 extern BlockNumber ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n,
 									   int64 end);
 extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n);
+extern void ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid);
+extern void ColfileSetMark(Relation rel);
 extern void ColfileLockSpace(Relation rel, LOCKMODE mode);
 extern void ColfileUnlockSpace(Relation rel, LOCKMODE mode);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
@@ -347,6 +367,9 @@ extern void ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 extern ColfileProj *ColfileMakeProj(Bitmapset *needed, int natts);
 extern void ColfileTidFor(int64 first_block, int pos, ItemPointer tid);
 extern int	ColfilePosFor(int64 first_block, ItemPointer tid);
+extern void ColfileGroupTid(const ColfileRowGroup *rg, int pos, ItemPointer tid);
+extern int	ColfileGroupPos(const ColfileRowGroup *rg, ItemPointer tid);
+extern int64 ColfileGroupLastBlock(const ColfileRowGroup *rg);
 extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							  ColfileRowGroup *rg);
 extern void ColfileReaderXactEnd(void);
@@ -391,6 +414,10 @@ extern void colfile_index_validate_scan(Relation table_rel, Relation index_rel,
 										struct IndexInfo *index_info,
 										Snapshot snapshot,
 										struct ValidateIndexState *state);
+
+/* colfile_compact.c */
+extern int64 ColfileCompact(Relation rel, TransactionId oldest_xmin,
+							ColfileRowDead dead, void *arg);
 
 /* colfile_projection.c */
 extern void ColfileProjectionInit(void);

@@ -20,6 +20,7 @@
 #include "colfile/colfile.h"
 
 int			colfile_rows_per_group = 10000;
+double		colfile_compact_dead_fraction = 0.3;
 int			colfile_compression_level = 3;
 int			colfile_zstd_min_gain = 25;
 
@@ -113,6 +114,14 @@ MvincColfileInit(void)
 							25, 0, 100,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("mvinc.colfile_compact_dead_fraction",
+							 "Share of dead rows at which VACUUM rewrites a colfile row group.",
+							 "VACUUM rewrites a row group without its rows dead to everybody once they are at least this share of its rows (0 rewrites at any dead row, 1 never); small row groups are merged regardless.",
+							 &colfile_compact_dead_fraction,
+							 0.3, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	RegisterXactCallback(colfile_xact_callback, NULL);
 	RegisterSubXactCallback(colfile_subxact_callback, NULL);

@@ -310,6 +310,30 @@ rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
 		key.seq = rg->seq;
 		rg->directory = dir_cache_get(&key, values[6]);
 	}
+	rg->rowids_off = VARSIZE(rg->directory) >= VARHDRSZ + sizeof(ColfileDirHeader) ?
+		((ColfileDirHeader *) VARDATA(rg->directory))->rowids_off : 0;
+	rg->self = tup->t_self;
+}
+
+/*
+ * Is this row group tuple out of the picture for a SnapshotAny lookup:
+ * removed, or inserted by a transaction that aborted (a compacted group
+ * whose VACUUM aborted names rows that still live in its sources)?
+ */
+static bool
+group_tuple_gone(HeapTupleHeader h)
+{
+	TransactionId xmin;
+
+	if (tuple_removed(h))
+		return true;
+	if (HeapTupleHeaderXminCommitted(h))
+		return false;
+	if (HeapTupleHeaderXminInvalid(h))
+		return true;
+	xmin = HeapTupleHeaderGetXmin(h);
+	return !TransactionIdIsCurrentTransactionId(xmin) &&
+		!TransactionIdIsInProgress(xmin) && !TransactionIdDidCommit(xmin);
 }
 
 /*
@@ -339,7 +363,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
 	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 	{
-		if (snapshot->snapshot_type == SNAPSHOT_ANY && tuple_removed(tup->t_data))
+		if (snapshot->snapshot_type == SNAPSHOT_ANY && group_tuple_gone(tup->t_data))
 			continue;
 		rowgroup_from_tuple(meta, tup, rg);
 		found = true;
@@ -348,9 +372,23 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	systable_endscan_ordered(scan);
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
-	if (found &&
-		block >= rg->first_block + (Abs(rg->nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
+	if (found && block > ColfileGroupLastBlock(rg))
 		found = false;
+
+	/*
+	 * A dirty snapshot reports what it met in the group tuple. Only VACUUM
+	 * deletes group tuples while others run (dropping groups whose rows are
+	 * all dead, or replacing them with a compacted group holding the same
+	 * rows), so the deleter is never a row's deleter; and a compacted
+	 * group's inserter is not its rows' inserter (they were all visible to
+	 * everybody). Row deleters are reported by the row state records.
+	 */
+	if (snapshot->snapshot_type == SNAPSHOT_DIRTY)
+	{
+		snapshot->xmax = InvalidTransactionId;
+		if (found && rg->rowids_off != 0)
+			snapshot->xmin = InvalidTransactionId;
+	}
 	return found;
 }
 
@@ -376,7 +414,7 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	{
 		ColfileRowGroup *rg;
 
-		if (snapshot->snapshot_type == SNAPSHOT_ANY && tuple_removed(tup->t_data))
+		if (snapshot->snapshot_type == SNAPSHOT_ANY && group_tuple_gone(tup->t_data))
 			continue;
 		rg = palloc(sizeof(ColfileRowGroup));
 
@@ -423,9 +461,10 @@ ColfileDeleteAllMetadata(Oid relfilenode)
 	CommandCounterIncrement();
 }
 
-/* Delete one row group's metadata and its row states (VACUUM) */
+/* Delete the row state records of a row group's TID range for which dead() holds (all when dead is NULL) */
 void
-ColfileDeleteRowGroupMeta(Oid relfilenode, int64 first_block, int nrows)
+ColfileDeleteRowStatesWhere(Oid relfilenode, ColfileRowGroup *rg,
+							ColfileRowDead dead, void *arg)
 {
 	ColfileMetaRels ids;
 	Relation	meta;
@@ -436,20 +475,8 @@ ColfileDeleteRowGroupMeta(Oid relfilenode, int64 first_block, int nrows)
 				hi;
 
 	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowgroup, RowExclusiveLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(first_block));
-	scan = systable_beginscan(meta, ids.rowgroup_idx, true, GetLatestSnapshot(), 2, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-		simple_heap_delete(meta, &tup->t_self);
-	systable_endscan(scan);
-	table_close(meta, RowExclusiveLock);
-
-	ItemPointerSet(&lo, (BlockNumber) first_block, 0);
-	ItemPointerSet(&hi, (BlockNumber) (first_block +
-									   (nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK), 0);
+	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
+	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
 	meta = table_open(ids.rowstate, RowExclusiveLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
@@ -459,9 +486,54 @@ ColfileDeleteRowGroupMeta(Oid relfilenode, int64 first_block, int nrows)
 				ItemPointerGetDatum(&hi));
 	scan = systable_beginscan(meta, ids.rowstate_idx, true, GetLatestSnapshot(), 3, key);
 	while ((tup = systable_getnext(scan)) != NULL)
-		simple_heap_delete(meta, &tup->t_self);
+	{
+		bool		isnull;
+		ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+
+		if (dead == NULL || dead(arg, t))
+			simple_heap_delete(meta, &tup->t_self);
+	}
 	systable_endscan(scan);
-	table_close(meta, RowExclusiveLock);	CommandCounterIncrement();
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/* Delete one row group's metadata and its row states (VACUUM) */
+void
+ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	simple_heap_delete(meta, &rg->self);
+	table_close(meta, RowExclusiveLock);
+	ColfileDeleteRowStatesWhere(relfilenode, rg, NULL, NULL);
+}
+
+/*
+ * Replace row group tuples by one compacted group holding their rows
+ * (VACUUM): in one transaction, so every snapshot sees either the sources
+ * or the compacted group. The sources go first: the compacted group takes
+ * the first source's key.
+ */
+void
+ColfileReplaceRowGroups(Relation rel, List *sources, ColfileRowGroup *merged)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	ListCell   *lc;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	foreach(lc, sources)
+		simple_heap_delete(meta, &((ColfileRowGroup *) lfirst(lc))->self);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+	if (merged != NULL)
+		ColfileInsertRowGroup(rel, merged, GetCurrentCommandId(true));
+	CommandCounterIncrement();
 }
 
 /* Delete row state records that no longer matter (VACUUM) */

@@ -62,7 +62,7 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 
 	if (!ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(tid),
 							 SnapshotAny, &rg) ||
-		ColfilePosFor(rg.first_block, tid) >= rg.nrows)
+		ColfileGroupPos(&rg, tid) < 0)
 	{
 		tmfd->ctid = *tid;
 		tmfd->xmax = InvalidTransactionId;

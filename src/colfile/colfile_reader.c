@@ -35,6 +35,76 @@ ColfilePosFor(int64 first_block, ItemPointer tid)
 				  ItemPointerGetOffsetNumberNoCheck(tid) - 1);
 }
 
+/* Row id of row pos of a compacted group */
+static inline int64
+stored_rowid(const ColfileRowGroup *rg, int pos)
+{
+	int64		id;
+
+	memcpy(&id, VARDATA(rg->directory) + rg->rowids_off + (Size) pos * sizeof(int64),
+		   sizeof(int64));
+	return id;
+}
+
+/* TID of row pos of a row group (plain or compacted) */
+void
+ColfileGroupTid(const ColfileRowGroup *rg, int pos, ItemPointer tid)
+{
+	int64		id;
+
+	if (rg->rowids_off == 0)
+	{
+		ColfileTidFor(rg->first_block, pos, tid);
+		return;
+	}
+	id = stored_rowid(rg, pos);
+	ItemPointerSet(tid, (BlockNumber) (id / COLFILE_ROWS_PER_BLOCK),
+				   (OffsetNumber) (id % COLFILE_ROWS_PER_BLOCK + 1));
+}
+
+/* Position of tid in a row group (plain, compacted or a reservation), or -1 */
+int
+ColfileGroupPos(const ColfileRowGroup *rg, ItemPointer tid)
+{
+	int64		want;
+	int			lo,
+				hi;
+
+	if (rg->rowids_off == 0)
+	{
+		int			pos = ColfilePosFor(rg->first_block, tid);
+
+		return pos >= 0 && pos < Abs(rg->nrows) ? pos : -1;
+	}
+	want = (int64) ItemPointerGetBlockNumberNoCheck(tid) * COLFILE_ROWS_PER_BLOCK +
+		ItemPointerGetOffsetNumberNoCheck(tid) - 1;
+	lo = 0;
+	hi = rg->nrows - 1;
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int64		id = stored_rowid(rg, mid);
+
+		if (id == want)
+			return mid;
+		if (id < want)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+/* The last TID block a row group's rows may use */
+int64
+ColfileGroupLastBlock(const ColfileRowGroup *rg)
+{
+	if (rg->rowids_off == 0 || rg->nrows <= 0)
+		return rg->first_block +
+			(Abs(rg->nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK - 1;
+	return stored_rowid(rg, rg->nrows - 1) / COLFILE_ROWS_PER_BLOCK;
+}
+
 /* Make a row group ready for decoding in a child of parent */
 ColfileGroupCache *
 ColfileLoadGroup(Relation rel, ColfileRowGroup *rg, MemoryContext parent)
@@ -246,7 +316,7 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 				ReleaseBuffer(pinned[j]);
 	}
 	ExecStoreVirtualTuple(slot);
-	ColfileTidFor(gc->rg.first_block, pos, &slot->tts_tid);
+	ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 
@@ -267,7 +337,7 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 	if (!ColfileFindRowGroup(relfilenode, ItemPointerGetBlockNumber(tid),
 							 snapshot, rg))
 		return false;
-	pos = ColfilePosFor(rg->first_block, tid);
+	pos = ColfileGroupPos(rg, tid);
 	if (rg->nrows < 0)
 	{
 		/*
@@ -280,9 +350,9 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 		if (snapshot->snapshot_type == SNAPSHOT_MVCC ||
 			snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC)
 			return false;
-		return pos >= 0 && pos < -rg->nrows;
+		return pos >= 0;
 	}
-	if (pos < 0 || pos >= rg->nrows)
+	if (pos < 0)
 		return false;
 
 	switch (snapshot->snapshot_type)
@@ -329,7 +399,8 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
  * The row group last used by ColfileFetchRow, kept across calls: an UPDATE
  * fetches its old rows one by one, mostly from the same group. Row groups
  * never change once written, and (relfilenode, first_block, seq) never
- * names another one, so the cache cannot go stale; the slot is
+ * names another one (a compacted group takes a new seq), so the cache
+ * cannot go stale; the slot is
  * materialized, so replacing the cache never pulls memory from under it.
  */
 static ColfileGroupCache *fetch_cache = NULL;
@@ -374,7 +445,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 			fetch_cache->by_block = true;
 			fetch_cache_relfilenode = rel->rd_node.relNode;
 		}
-		ColfileFillSlot(rel, fetch_cache, ColfilePosFor(rg.first_block, tid), slot, NULL);
+		ColfileFillSlot(rel, fetch_cache, ColfileGroupPos(&rg, tid), slot, NULL);
 		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);
 		ColfileSlotSetXmin(slot, rg.xmin);

@@ -388,7 +388,7 @@ colfile_check(PG_FUNCTION_ARGS)
 		int			natts,
 					a,
 					pos;
-		int64		nblk = (rg->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
+		int64		last_block = ColfileGroupLastBlock(rg);
 
 		if (rg->nrows <= 0)
 			problem(rsinfo, "empty row group",
@@ -397,11 +397,11 @@ colfile_check(PG_FUNCTION_ARGS)
 			problem(rsinfo, "overlapping row groups",
 					psprintf("row group %lld starts before the previous one ends (%lld)",
 							 (long long) rg->first_block, (long long) prev_end_block));
-		prev_end_block = rg->first_block + nblk;
-		if (rg->first_block + nblk > next_tid_block)
+		prev_end_block = last_block + 1;
+		if (last_block + 1 > next_tid_block)
 			problem(rsinfo, "row group beyond the TID allocator",
 					psprintf("row group %lld ends at block %lld, metapage says %lld",
-							 (long long) rg->first_block, (long long) (rg->first_block + nblk),
+							 (long long) rg->first_block, (long long) (last_block + 1),
 							 (long long) next_tid_block));
 		if (rg->data_offset + rg->data_length > next_byte)
 			problem(rsinfo, "row group beyond the byte allocator",
@@ -458,7 +458,7 @@ colfile_check(PG_FUNCTION_ARGS)
 		{
 			ItemPointerData tid;
 
-			ColfileTidFor(rg->first_block, pos, &tid);
+			ColfileGroupTid(rg, pos, &tid);
 			if (!ColfileDeletedSetContains(deleted, &tid))
 				live++;
 		}
@@ -524,7 +524,7 @@ colfile_check(PG_FUNCTION_ARGS)
 
 			if (!ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(t),
 									 snap, &rg) ||
-				ColfilePosFor(rg.first_block, t) >= rg.nrows)
+				ColfileGroupPos(&rg, t) < 0)
 				problem(rsinfo, "deletion of a row that does not exist",
 						psprintf("row (%u,%u)", ItemPointerGetBlockNumber(t),
 								 ItemPointerGetOffsetNumber(t)));

@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/transam.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
@@ -41,8 +42,10 @@ typedef struct ColfileMetaPage
 	uint32		version;
 	uint64		next_tid_block;
 	uint64		next_byte;
-	uint32		nfree;			/* free extents listed (0 on pages of 0.1) */
-	uint32		pad;
+	/* compaction's horizon (colfile_compact.c); zero on pages of 0.1 */
+	uint64		mark_tid_block;
+	TransactionId mark_xid;
+	uint32		nfree;			/* free extents listed */
 	ColfileExtent free[FLEXIBLE_ARRAY_MEMBER];	/* by offset */
 } ColfileMetaPage;
 
@@ -325,6 +328,49 @@ ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n, int64 end)
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 	return 1 + (end + COLFILE_PAYLOAD_PER_PAGE - 1) / COLFILE_PAYLOAD_PER_PAGE;
+}
+
+/*
+ * Compaction's horizon: every row group with TIDs below *tid_block has its
+ * tuple once no transaction with an id below *xid runs (zero: none yet).
+ */
+void
+ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid)
+{
+	Buffer		buf;
+
+	*tid_block = 0;
+	*xid = InvalidTransactionId;
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return;
+	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
+	*tid_block = MetaOf(BufferGetPage(buf))->mark_tid_block;
+	*xid = MetaOf(BufferGetPage(buf))->mark_xid;
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Take a new mark (VACUUM). The TID allocator is read before the next
+ * transaction id, under the metapage lock: a writer takes its transaction
+ * id before it reserves TID blocks, so every writer that reserved blocks
+ * below the mark has an id below the mark's.
+ */
+void
+ColfileSetMark(Relation rel)
+{
+	Buffer		buf;
+	GenericXLogState *state;
+	Page		page;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return;
+	buf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(rel);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	MetaOf(page)->mark_tid_block = MetaOf(page)->next_tid_block;
+	MetaOf(page)->mark_xid = XidFromFullTransactionId(ReadNextFullTransactionId());
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
 }
 
 /* A palloc'd copy of the listed free extents (by offset) */

@@ -429,7 +429,7 @@ row_visible(ColfileScanDesc s, int pos)
 {
 	ItemPointerData tid;
 
-	ColfileTidFor(s->cur->rg.first_block, pos, &tid);
+	ColfileGroupTid(&s->cur->rg, pos, &tid);
 	if (s->deleted)
 		return hash_get_num_entries(s->deleted) == 0 ||
 			!ColfileDeletedSetContains(s->deleted, &tid);
@@ -671,7 +671,7 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	}
 	/* single decoded values live until the next fetch, as heap's buffer pin */
 	old = MemoryContextSwitchTo(f->tmp);
-	ColfileFillSlot(rel, f->cur, ColfilePosFor(rg.first_block, tid), slot, f->proj);
+	ColfileFillSlot(rel, f->cur, ColfileGroupPos(&rg, tid), slot, f->proj);
 	MemoryContextSwitchTo(old);
 	return true;
 }

@@ -127,6 +127,13 @@ fate_of(HTAB *fates, ItemPointer tid)
 	return e ? e->fate : ROW_LIVE;
 }
 
+/* ColfileRowDead over a fates table */
+static bool
+row_dead_to_all(void *arg, ItemPointer tid)
+{
+	return fate_of((HTAB *) arg, tid) == ROW_DEAD;
+}
+
 /* Non-aborted row groups (any snapshot), as an array sorted by first_block */
 static ColfileRowGroup **
 live_groups(Oid relfilenode, int *n)
@@ -295,7 +302,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 			bool		isnull[INDEX_MAX_KEYS];
 
 			CHECK_FOR_INTERRUPTS();
-			ColfileTidFor(gc->rg.first_block, pos, &tid);
+			ColfileGroupTid(&gc->rg, pos, &tid);
 			fate = fate_of(fates, &tid);
 			if (fate == ROW_DEAD)
 				continue;
@@ -368,14 +375,16 @@ dead_tid_callback(ItemPointer tid, void *arg)
 	{
 		ColfileRowGroup *rg = vs->aborted[i];
 
-		if (blk >= rg->first_block &&
-			blk < rg->first_block + (Abs(rg->nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
+		if (blk >= rg->first_block && blk <= ColfileGroupLastBlock(rg))
 			return true;
 	}
 	return false;
 }
 
-/* Row groups and reservations whose inserting transaction aborted */
+/*
+ * Row groups and reservations whose inserting transaction aborted. A
+ * compacted group is left out: its rows are those of its sources, alive.
+ */
 static ColfileRowGroup **
 aborted_groups(Oid relfilenode, int *n)
 {
@@ -403,6 +412,14 @@ aborted_groups(Oid relfilenode, int *n)
 		if (TransactionIdIsCurrentTransactionId(xmin) ||
 			TransactionIdIsInProgress(xmin) || TransactionIdDidCommit(xmin))
 			continue;
+		{
+			bytea	   *head = DatumGetByteaPSlice(heap_getattr(tup, 7, RelationGetDescr(meta), &isnull),
+												   0, sizeof(ColfileDirHeader));
+
+			if (VARSIZE_ANY_EXHDR(head) >= sizeof(ColfileDirHeader) &&
+				((ColfileDirHeader *) VARDATA_ANY(head))->rowids_off != 0)
+				continue;
+		}
 		rg = palloc0(sizeof(ColfileRowGroup));
 		rg->first_block = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
 		rg->nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
@@ -675,7 +692,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 			ItemPointerData tid;
 			RowFate		f;
 
-			ColfileTidFor(rg->first_block, pos, &tid);
+			ColfileGroupTid(rg, pos, &tid);
 			f = fate_of(vs.fates, &tid);
 			if (f == ROW_DEAD)
 				ndead++;
@@ -685,14 +702,16 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 				live++;
 		}
 		if (ndead == rg->nrows && TransactionIdDidCommit(rg->xmin))
-			ColfileDeleteRowGroupMeta(relfilenode, rg->first_block, rg->nrows);
+			ColfileDeleteRowGroupMeta(relfilenode, rg);
 		else
 			dead += ndead;
 	}
+	(void) ColfileCompact(rel, oldest_xmin, row_dead_to_all, vs.fates);
 	(void) ColfilePruneRowStates(relfilenode);
 	ColfilePruneReservations(relfilenode);
 	prune_group_tuples(relfilenode);
 	(void) reclaim_space(rel);
+	ColfileSetMark(rel);
 
 	nblocks = RelationGetNumberOfBlocks(rel);
 	vac_update_relstats(rel, nblocks, live, 0, nindexes > 0,

@@ -188,6 +188,8 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 
 			checking_indexes(rel, &unique, &exclusion);
 			b->flush_each = exclusion;
+			/* the id first: VACUUM's compaction mark relies on the order */
+			(void) GetCurrentTransactionId();
 			b->first_block = ColfileReserveTidBlocks(rel, nblocks);
 			if (unique && !exclusion)
 			{

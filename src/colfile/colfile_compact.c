@@ -1,0 +1,267 @@
+/*-------------------------------------------------------------------------
+ * colfile_compact.c
+ *	  Compaction by VACUUM: runs of consecutive row groups are rewritten
+ *	  into one row group of at most mvinc.colfile_rows_per_group rows,
+ *	  without the rows that are dead to everybody, each row keeping its TID.
+ *
+ * Small statements make small row groups (a single-row UPDATE writes a
+ * one-row group), and deleted rows keep their bytes and their deletion
+ * records; scans slow down as both accumulate. A compacted group lists its
+ * rows' TIDs (row ids, ColfileDirHeader), so indexes, deletion and lock
+ * records, and every running transaction keep working unchanged: the
+ * sources' tuples are deleted and the compacted one inserted in VACUUM's
+ * transaction, and every snapshot sees one or the other, holding the same
+ * live rows under the same TIDs. Rows dead to everybody are left out and
+ * their row state records deleted, so scans hash fewer deletions.
+ *
+ * Which groups may be merged:
+ *  - their inserters committed before every running snapshot (all-visible),
+ *    so no in-progress transaction's rows move;
+ *  - they are consecutive among the relfilenode's row group tuples (by
+ *    first TID block), so a lookup of a TID (the nearest group tuple at or
+ *    below its block) finds the compacted group; aborted and removed tuples
+ *    in between are skipped by every lookup;
+ *  - no tuple can appear later inside the run's TID range: a writer
+ *    reserves TID blocks when it starts a buffer and inserts the group's
+ *    tuple when it flushes. So only groups below the metapage's mark are
+ *    merged: the TID allocator as a VACUUM read it, with the next
+ *    transaction id read just after; writers take their id before they
+ *    reserve blocks, and once every id below the mark's has ended
+ *    (OldestXmin), every group below the mark has its tuple.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+
+typedef struct CompactSource
+{
+	ColfileRowGroup *rg;
+	int			nlive;			/* rows not dead to everybody */
+} CompactSource;
+
+typedef struct Compactor
+{
+	Relation	rel;
+	ColfileRowDead dead;
+	void	   *arg;
+	int64		rows_written;
+	int64		groups_replaced;
+} Compactor;
+
+static int
+live_rows(Compactor *c, ColfileRowGroup *rg)
+{
+	int			n = 0;
+	int			pos;
+
+	for (pos = 0; pos < rg->nrows; pos++)
+	{
+		ItemPointerData tid;
+
+		ColfileGroupTid(rg, pos, &tid);
+		if (!c->dead(c->arg, &tid))
+			n++;
+	}
+	return n;
+}
+
+/* A directory with the row ids appended (8-aligned from its data start) */
+static bytea *
+with_rowids(bytea *dir, int64 *rowids, int n)
+{
+	Size		off = TYPEALIGN(sizeof(int64), VARSIZE(dir) - VARHDRSZ);
+	bytea	   *out = palloc0(VARHDRSZ + off + sizeof(int64) * n);
+
+	memcpy(out, dir, VARSIZE(dir));
+	SET_VARSIZE(out, VARHDRSZ + off + sizeof(int64) * n);
+	memcpy(VARDATA(out) + off, rowids, sizeof(int64) * n);
+	((ColfileDirHeader *) VARDATA(out))->rowids_off = (int32) off;
+	return out;
+}
+
+/* Rewrite the sources (consecutive, oldest TIDs first) into one group */
+static void
+rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
+{
+	Relation	rel = c->rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile compaction",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	Datum	  **values = palloc(sizeof(Datum *) * Max(desc->natts, 1));
+	bool	  **isnull = palloc(sizeof(bool *) * Max(desc->natts, 1));
+	int64	   *rowids = palloc(sizeof(int64) * (total + 1));
+	List	   *sources = NIL;
+	int			n = 0;
+	int			i,
+				a;
+	ColfileRowGroup merged;
+
+	for (a = 0; a < desc->natts; a++)
+	{
+		values[a] = palloc(sizeof(Datum) * (total + 1));
+		isnull[a] = palloc(sizeof(bool) * (total + 1));
+	}
+	for (i = 0; i < nsrc; i++)
+	{
+		ColfileRowGroup *rg = src[i].rg;
+		ColfileGroupCache *gc = ColfileLoadGroup(rel, rg, cxt);
+		int			pos;
+
+		for (pos = 0; pos < rg->nrows; pos++)
+		{
+			ItemPointerData tid;
+
+			CHECK_FOR_INTERRUPTS();
+			ColfileGroupTid(rg, pos, &tid);
+			if (c->dead(c->arg, &tid))
+				continue;
+			Assert(n < total);
+			ColfileFillSlot(rel, gc, pos, slot, NULL);
+			slot_getallattrs(slot);
+			for (a = 0; a < desc->natts; a++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, a);
+
+				isnull[a][n] = slot->tts_isnull[a] || att->attisdropped;
+				values[a][n] = isnull[a][n] ? (Datum) 0 :
+					datumCopy(slot->tts_values[a], att->attbyval, att->attlen);
+			}
+			rowids[n++] = (int64) ItemPointerGetBlockNumber(&tid) * COLFILE_ROWS_PER_BLOCK +
+				ItemPointerGetOffsetNumber(&tid) - 1;
+			ExecClearTuple(slot);
+		}
+		sources = lappend(sources, rg);
+	}
+	Assert(n == total);
+
+	if (n == 0)
+		ColfileReplaceRowGroups(rel, sources, NULL);
+	else
+	{
+		StringInfoData data;
+		bytea	   *dir;
+
+		initStringInfo(&data);
+		dir = ColfileEncodeGroup(rel, desc, n, values, isnull, &data);
+		memset(&merged, 0, sizeof(merged));
+		merged.directory = with_rowids(dir, rowids, n);
+		merged.first_block = src[0].rg->first_block;
+		merged.nrows = n;
+		merged.seq = ColfileNextSeq();
+		merged.data_length = data.len;
+		ColfileLockSpace(rel, RowExclusiveLock);
+		merged.data_offset = data.len > 0 ? ColfileWriteBytes(rel, data.data, data.len) : 0;
+		ColfileReplaceRowGroups(rel, sources, &merged);
+		ColfileUnlockSpace(rel, RowExclusiveLock);
+	}
+	/* the left-out rows' deletion and lock records go with them */
+	for (i = 0; i < nsrc; i++)
+		ColfileDeleteRowStatesWhere(rel->rd_node.relNode, src[i].rg, c->dead, c->arg);
+
+	c->rows_written += n;
+	c->groups_replaced += nsrc;
+	ExecDropSingleTupleTableSlot(slot);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
+
+/* Rewrite a batch when that merges groups or drops enough dead rows */
+static void
+finish_batch(Compactor *c, CompactSource *batch, int nbatch, int live, int rows)
+{
+	if (nbatch >= 2 ||
+		(rows > live && (rows - live) >= colfile_compact_dead_fraction * rows))
+		rewrite(c, batch, nbatch, live);
+}
+
+/*
+ * Compact the row groups of rel (VACUUM, after index cleanup and after
+ * dropping groups whose rows are all dead). dead(arg, tid) says whether a
+ * row is dead to everybody; oldest_xmin is VACUUM's horizon. Returns the
+ * number of row groups replaced.
+ */
+int64
+ColfileCompact(Relation rel, TransactionId oldest_xmin, ColfileRowDead dead, void *arg)
+{
+	Compactor	c;
+	int64		limit;
+	TransactionId mark_xid;
+	List	   *groups;
+	ListCell   *lc;
+	CompactSource *batch;
+	int			nbatch = 0,
+				batch_live = 0,
+				batch_rows = 0,
+				cap = Max(colfile_rows_per_group, 1);
+
+	ColfileReadMark(rel, &limit, &mark_xid);
+	if (!TransactionIdIsNormal(mark_xid) || TransactionIdPrecedes(oldest_xmin, mark_xid))
+		return 0;
+
+	memset(&c, 0, sizeof(c));
+	c.rel = rel;
+	c.dead = dead;
+	c.arg = arg;
+	groups = ColfileListRowGroups(rel->rd_node.relNode, SnapshotAny);
+	batch = palloc(sizeof(CompactSource) * (list_length(groups) + 1));
+
+	/*
+	 * Walk the groups in TID order. A batch collects consecutive small
+	 * groups (under a quarter of cap live rows) up to cap live rows; a
+	 * larger group is a batch of its own. A batch is rewritten when it
+	 * merges two or more groups, or when its only group has enough dead
+	 * rows. (Merging only small groups bounds how often a row is
+	 * rewritten: a merged group of a quarter of cap rows or more is left
+	 * alone until its rows die.)
+	 */
+	foreach(lc, groups)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+		bool		mergeable;
+		int			nlive = 0;
+
+		mergeable = rg->nrows > 0 &&
+			ColfileGroupLastBlock(rg) < limit &&
+			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
+			TransactionIdPrecedes(rg->xmin, oldest_xmin) &&
+			TransactionIdDidCommit(rg->xmin);
+		if (mergeable)
+			nlive = live_rows(&c, rg);
+		if (nbatch > 0 &&
+			(!mergeable || nlive * 4 >= cap || batch_live + nlive > cap))
+		{
+			finish_batch(&c, batch, nbatch, batch_live, batch_rows);
+			nbatch = batch_live = batch_rows = 0;
+		}
+		if (!mergeable)
+			continue;
+		if (nlive * 4 >= cap)
+		{
+			batch[0].rg = rg;
+			batch[0].nlive = nlive;
+			finish_batch(&c, batch, 1, nlive, rg->nrows);
+			continue;
+		}
+		batch[nbatch].rg = rg;
+		batch[nbatch].nlive = nlive;
+		nbatch++;
+		batch_live += nlive;
+		batch_rows += rg->nrows;
+	}
+	if (nbatch > 0)
+		finish_batch(&c, batch, nbatch, batch_live, batch_rows);
+	return c.groups_replaced;
+}
