@@ -148,17 +148,28 @@ typedef struct ColfileBlockDesc
 typedef struct ColfileDirHeader
 {
 	int32		natts;
-	int32		rowids_off;		/* compacted group: offset of its row ids */
+	int32		ext_off;		/* a ColfileDirExt's offset, or 0 */
 } ColfileDirHeader;
 
 /*
- * A compacted row group (colfile_compact.c) holds rows of several earlier
- * groups under their own TIDs: its directory ends with nrows int64 row ids
- * (block * COLFILE_ROWS_PER_BLOCK + offset - 1), ascending, at rowids_off
- * from the start of the directory's data (8-aligned there; read with
- * memcpy). A plain group's row p has row id first_block *
- * COLFILE_ROWS_PER_BLOCK + p.
+ * Directories written by VACUUM (colfile_compact.c) end with an extension,
+ * at ext_off from the start of the directory's data (8-aligned there; read
+ * with memcpy):
+ *  - a compacted group holds rows of several earlier groups under their own
+ *    TIDs: nrowids (= nrows) int64 row ids (block * COLFILE_ROWS_PER_BLOCK +
+ *    offset - 1), ascending. A plain group's row p has row id first_block *
+ *    COLFILE_ROWS_PER_BLOCK + p.
+ *  - a delete vector: when ndead > 0, a bitmap of nrows bits after the row
+ *    ids; a set bit is a row dead to everybody, gone from the group (its
+ *    deletion records were deleted with the same VACUUM).
+ * A tuple with an extension never holds rows of its own: they are those of
+ * the tuples it replaced.
  */
+typedef struct ColfileDirExt
+{
+	int32		nrowids;
+	int32		ndead;
+} ColfileDirExt;
 
 /*
  * A row group as read from mvinc.colfile_rowgroup. nrows < 0 marks a
@@ -177,7 +188,10 @@ typedef struct ColfileRowGroup
 	int64		data_offset;
 	int64		data_length;
 	bytea	   *directory;		/* detoasted copy */
-	int32		rowids_off;		/* compacted group: see ColfileDirHeader */
+	int32		ext_off;		/* written by VACUUM: see ColfileDirExt */
+	int32		rowids_off;		/* compacted group: its row ids, or 0 */
+	int32		dead_off;		/* delete vector, or 0 */
+	int32		ndead;			/* rows set in the delete vector */
 	TransactionId xmin;
 	CommandId	cmin;			/* when xmin is this transaction's, else invalid */
 	ItemPointerData self;		/* the metadata tuple */
@@ -370,6 +384,7 @@ extern int	ColfilePosFor(int64 first_block, ItemPointer tid);
 extern void ColfileGroupTid(const ColfileRowGroup *rg, int pos, ItemPointer tid);
 extern int	ColfileGroupPos(const ColfileRowGroup *rg, ItemPointer tid);
 extern int64 ColfileGroupLastBlock(const ColfileRowGroup *rg);
+extern bool ColfileGroupRowGone(const ColfileRowGroup *rg, int pos);
 extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							  ColfileRowGroup *rg);
 extern void ColfileReaderXactEnd(void);

@@ -57,7 +57,15 @@ typedef struct Compactor
 	void	   *arg;
 	int64		rows_written;
 	int64		groups_replaced;
+	int64		groups_folded;
 } Compactor;
+
+/* Is row pos of rg (at tid) dead to everybody, or already gone? */
+static bool
+row_dead(Compactor *c, ColfileRowGroup *rg, int pos, ItemPointer tid)
+{
+	return ColfileGroupRowGone(rg, pos) || c->dead(c->arg, tid);
+}
 
 static int
 live_rows(Compactor *c, ColfileRowGroup *rg)
@@ -70,23 +78,39 @@ live_rows(Compactor *c, ColfileRowGroup *rg)
 		ItemPointerData tid;
 
 		ColfileGroupTid(rg, pos, &tid);
-		if (!c->dead(c->arg, &tid))
+		if (!row_dead(c, rg, pos, &tid))
 			n++;
 	}
 	return n;
 }
 
-/* A directory with the row ids appended (8-aligned from its data start) */
+/*
+ * A directory with a new extension (ColfileDirExt): the row ids of a
+ * compacted group (nrowids, else 0) and a delete vector of nrows bits (when
+ * ndead > 0). dir's own extension, if any, is dropped.
+ */
 static bytea *
-with_rowids(bytea *dir, int64 *rowids, int n)
+with_ext(bytea *dir, const char *rowids, int nrowids, const uint8 *dead,
+		 int nrows, int ndead)
 {
-	Size		off = TYPEALIGN(sizeof(int64), VARSIZE(dir) - VARHDRSZ);
-	bytea	   *out = palloc0(VARHDRSZ + off + sizeof(int64) * n);
+	int32		old_ext = ((ColfileDirHeader *) VARDATA(dir))->ext_off;
+	Size		base = old_ext != 0 ? old_ext : VARSIZE(dir) - VARHDRSZ;
+	Size		off = TYPEALIGN(sizeof(int64), base);
+	Size		bits = ndead > 0 ? (nrows + 7) / 8 : 0;
+	Size		len = off + sizeof(ColfileDirExt) + sizeof(int64) * nrowids + bits;
+	bytea	   *out = palloc0(VARHDRSZ + len);
+	ColfileDirExt ext;
 
-	memcpy(out, dir, VARSIZE(dir));
-	SET_VARSIZE(out, VARHDRSZ + off + sizeof(int64) * n);
-	memcpy(VARDATA(out) + off, rowids, sizeof(int64) * n);
-	((ColfileDirHeader *) VARDATA(out))->rowids_off = (int32) off;
+	memcpy(VARDATA(out), VARDATA(dir), base);
+	SET_VARSIZE(out, VARHDRSZ + len);
+	ext.nrowids = nrowids;
+	ext.ndead = ndead;
+	memcpy(VARDATA(out) + off, &ext, sizeof(ext));
+	if (nrowids > 0)
+		memcpy(VARDATA(out) + off + sizeof(ext), rowids, sizeof(int64) * nrowids);
+	if (bits > 0)
+		memcpy(VARDATA(out) + off + sizeof(ext) + sizeof(int64) * nrowids, dead, bits);
+	((ColfileDirHeader *) VARDATA(out))->ext_off = (int32) off;
 	return out;
 }
 
@@ -126,7 +150,7 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 
 			CHECK_FOR_INTERRUPTS();
 			ColfileGroupTid(rg, pos, &tid);
-			if (c->dead(c->arg, &tid))
+			if (row_dead(c, rg, pos, &tid))
 				continue;
 			Assert(n < total);
 			ColfileFillSlot(rel, gc, pos, slot, NULL);
@@ -157,7 +181,7 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 		initStringInfo(&data);
 		dir = ColfileEncodeGroup(rel, desc, n, values, isnull, &data);
 		memset(&merged, 0, sizeof(merged));
-		merged.directory = with_rowids(dir, rowids, n);
+		merged.directory = with_ext(dir, (const char *) rowids, n, NULL, n, 0);
 		merged.first_block = src[0].rg->first_block;
 		merged.nrows = n;
 		merged.seq = ColfileNextSeq();
@@ -171,11 +195,59 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 	for (i = 0; i < nsrc; i++)
 		ColfileDeleteRowStatesWhere(rel->rd_node.relNode, src[i].rg, c->dead, c->arg);
 
+	/* consumed: the delete-vector pass leaves these alone */
+	for (i = 0; i < nsrc; i++)
+		src[i].rg->nrows = 0;
 	c->rows_written += n;
 	c->groups_replaced += nsrc;
 	ExecDropSingleTupleTableSlot(slot);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
+}
+
+/*
+ * Fold the rows of rg that died to everybody into its delete vector: a new
+ * tuple for the same bytes with the vector, and their deletion and lock
+ * records deleted, so that scans no longer hash them.
+ */
+static void
+fold_deletions(Compactor *c, ColfileRowGroup *rg)
+{
+	uint8	   *bits = palloc0((rg->nrows + 7) / 8);
+	int			ndead = 0,
+				fresh = 0,
+				pos;
+	ColfileRowGroup repl;
+
+	for (pos = 0; pos < rg->nrows; pos++)
+	{
+		ItemPointerData tid;
+
+		ColfileGroupTid(rg, pos, &tid);
+		if (ColfileGroupRowGone(rg, pos))
+			ndead++;
+		else if (c->dead(c->arg, &tid))
+			ndead++, fresh++;
+		else
+			continue;
+		bits[pos / 8] |= 1 << (pos % 8);
+	}
+	if (fresh == 0 || ndead == rg->nrows)
+	{
+		/* nothing new, or all dead: VACUUM drops such a group itself */
+		pfree(bits);
+		return;
+	}
+	repl = *rg;
+	repl.directory = with_ext(rg->directory,
+							  rg->rowids_off ? VARDATA(rg->directory) + rg->rowids_off : NULL,
+							  rg->rowids_off ? rg->nrows : 0, bits, rg->nrows, ndead);
+	repl.seq = ColfileNextSeq();
+	ColfileReplaceRowGroups(c->rel, list_make1(rg), &repl);
+	ColfileDeleteRowStatesWhere(c->rel->rd_node.relNode, rg, c->dead, c->arg);
+	c->groups_folded++;
+	pfree(repl.directory);
+	pfree(bits);
 }
 
 /* Rewrite a batch when that merges groups or drops enough dead rows */
@@ -209,7 +281,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, ColfileRowDead dead, voi
 
 	ColfileReadMark(rel, &limit, &mark_xid);
 	if (!TransactionIdIsNormal(mark_xid) || TransactionIdPrecedes(oldest_xmin, mark_xid))
-		return 0;
+		limit = 0;				/* no merges yet: only delete vectors */
 
 	memset(&c, 0, sizeof(c));
 	c.rel = rel;
@@ -263,5 +335,19 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, ColfileRowDead dead, voi
 	}
 	if (nbatch > 0)
 		finish_batch(&c, batch, nbatch, batch_live, batch_rows);
-	return c.groups_replaced;
+
+	/*
+	 * The groups left as they are get their newly dead rows in their delete
+	 * vectors. (Not limited by the mark: the TID range does not change.)
+	 */
+	foreach(lc, groups)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+
+		if (rg->nrows > 0 &&
+			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
+			TransactionIdDidCommit(rg->xmin))
+			fold_deletions(&c, rg);
+	}
+	return c.groups_replaced + c.groups_folded;
 }

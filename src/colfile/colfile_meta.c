@@ -310,8 +310,22 @@ rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
 		key.seq = rg->seq;
 		rg->directory = dir_cache_get(&key, values[6]);
 	}
-	rg->rowids_off = VARSIZE(rg->directory) >= VARHDRSZ + sizeof(ColfileDirHeader) ?
-		((ColfileDirHeader *) VARDATA(rg->directory))->rowids_off : 0;
+	rg->ext_off = VARSIZE(rg->directory) >= VARHDRSZ + sizeof(ColfileDirHeader) ?
+		((ColfileDirHeader *) VARDATA(rg->directory))->ext_off : 0;
+	rg->rowids_off = rg->dead_off = rg->ndead = 0;
+	if (rg->ext_off != 0)
+	{
+		ColfileDirExt ext;
+
+		memcpy(&ext, VARDATA(rg->directory) + rg->ext_off, sizeof(ext));
+		if (ext.nrowids > 0)
+			rg->rowids_off = rg->ext_off + sizeof(ext);
+		if (ext.ndead > 0)
+		{
+			rg->dead_off = rg->ext_off + sizeof(ext) + sizeof(int64) * ext.nrowids;
+			rg->ndead = ext.ndead;
+		}
+	}
 	rg->self = tup->t_self;
 }
 
@@ -378,15 +392,16 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	/*
 	 * A dirty snapshot reports what it met in the group tuple. Only VACUUM
 	 * deletes group tuples while others run (dropping groups whose rows are
-	 * all dead, or replacing them with a compacted group holding the same
-	 * rows), so the deleter is never a row's deleter; and a compacted
-	 * group's inserter is not its rows' inserter (they were all visible to
-	 * everybody). Row deleters are reported by the row state records.
+	 * all dead, or replacing them with a compacted group or a delete vector
+	 * holding the same rows), so the deleter is never a row's deleter; and
+	 * such a replacement's inserter is not its rows' inserter (they were
+	 * all visible to everybody). Row deleters are reported by the row state
+	 * records.
 	 */
 	if (snapshot->snapshot_type == SNAPSHOT_DIRTY)
 	{
 		snapshot->xmax = InvalidTransactionId;
-		if (found && rg->rowids_off != 0)
+		if (found && rg->ext_off != 0)
 			snapshot->xmin = InvalidTransactionId;
 	}
 	return found;

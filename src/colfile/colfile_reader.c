@@ -62,7 +62,22 @@ ColfileGroupTid(const ColfileRowGroup *rg, int pos, ItemPointer tid)
 				   (OffsetNumber) (id % COLFILE_ROWS_PER_BLOCK + 1));
 }
 
-/* Position of tid in a row group (plain, compacted or a reservation), or -1 */
+/* Is row pos gone from the group (set in its delete vector)? */
+bool
+ColfileGroupRowGone(const ColfileRowGroup *rg, int pos)
+{
+	uint8		byte;
+
+	if (rg->dead_off == 0)
+		return false;
+	byte = ((const uint8 *) VARDATA(rg->directory))[rg->dead_off + pos / 8];
+	return (byte & (1 << (pos % 8))) != 0;
+}
+
+/*
+ * Position of tid in a row group (plain, compacted or a reservation), or -1
+ * (also for a row gone into the delete vector)
+ */
 int
 ColfileGroupPos(const ColfileRowGroup *rg, ItemPointer tid)
 {
@@ -74,7 +89,7 @@ ColfileGroupPos(const ColfileRowGroup *rg, ItemPointer tid)
 	{
 		int			pos = ColfilePosFor(rg->first_block, tid);
 
-		return pos >= 0 && pos < Abs(rg->nrows) ? pos : -1;
+		return pos >= 0 && pos < Abs(rg->nrows) && !ColfileGroupRowGone(rg, pos) ? pos : -1;
 	}
 	want = (int64) ItemPointerGetBlockNumberNoCheck(tid) * COLFILE_ROWS_PER_BLOCK +
 		ItemPointerGetOffsetNumberNoCheck(tid) - 1;
@@ -86,7 +101,7 @@ ColfileGroupPos(const ColfileRowGroup *rg, ItemPointer tid)
 		int64		id = stored_rowid(rg, mid);
 
 		if (id == want)
-			return mid;
+			return ColfileGroupRowGone(rg, mid) ? -1 : mid;
 		if (id < want)
 			lo = mid + 1;
 		else

@@ -144,7 +144,7 @@ colfile_stats(PG_FUNCTION_ARGS)
 		int			natts,
 					a;
 
-		rows += rg->nrows;
+		rows += rg->nrows - rg->ndead;	/* delete-vector rows are gone */
 		ColfileDirChunk(rg->directory, 1, &natts);
 		for (a = 1; a <= natts; a++)
 		{
@@ -459,7 +459,8 @@ colfile_check(PG_FUNCTION_ARGS)
 			ItemPointerData tid;
 
 			ColfileGroupTid(rg, pos, &tid);
-			if (!ColfileDeletedSetContains(deleted, &tid))
+			if (!ColfileGroupRowGone(rg, pos) &&
+				!ColfileDeletedSetContains(deleted, &tid))
 				live++;
 		}
 	}

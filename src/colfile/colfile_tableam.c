@@ -429,6 +429,8 @@ row_visible(ColfileScanDesc s, int pos)
 {
 	ItemPointerData tid;
 
+	if (ColfileGroupRowGone(&s->cur->rg, pos))
+		return false;
 	ColfileGroupTid(&s->cur->rg, pos, &tid);
 	if (s->deleted)
 		return hash_get_num_entries(s->deleted) == 0 ||

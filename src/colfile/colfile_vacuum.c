@@ -302,6 +302,8 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 			bool		isnull[INDEX_MAX_KEYS];
 
 			CHECK_FOR_INTERRUPTS();
+			if (ColfileGroupRowGone(&gc->rg, pos))
+				continue;
 			ColfileGroupTid(&gc->rg, pos, &tid);
 			fate = fate_of(fates, &tid);
 			if (fate == ROW_DEAD)
@@ -382,8 +384,9 @@ dead_tid_callback(ItemPointer tid, void *arg)
 }
 
 /*
- * Row groups and reservations whose inserting transaction aborted. A
- * compacted group is left out: its rows are those of its sources, alive.
+ * Row groups and reservations whose inserting transaction aborted. A tuple
+ * VACUUM wrote (compacted group, delete vector) is left out: its rows are
+ * those of the tuples it was to replace, alive.
  */
 static ColfileRowGroup **
 aborted_groups(Oid relfilenode, int *n)
@@ -417,7 +420,7 @@ aborted_groups(Oid relfilenode, int *n)
 												   0, sizeof(ColfileDirHeader));
 
 			if (VARSIZE_ANY_EXHDR(head) >= sizeof(ColfileDirHeader) &&
-				((ColfileDirHeader *) VARDATA_ANY(head))->rowids_off != 0)
+				((ColfileDirHeader *) VARDATA_ANY(head))->ext_off != 0)
 				continue;
 		}
 		rg = palloc0(sizeof(ColfileRowGroup));
@@ -693,7 +696,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 			RowFate		f;
 
 			ColfileGroupTid(rg, pos, &tid);
-			f = fate_of(vs.fates, &tid);
+			f = ColfileGroupRowGone(rg, pos) ? ROW_DEAD : fate_of(vs.fates, &tid);
 			if (f == ROW_DEAD)
 				ndead++;
 			else if (f == ROW_RECENTLY_DEAD)

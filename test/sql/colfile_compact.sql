@@ -82,17 +82,29 @@ SELECT sum(extra) FILTER (WHERE id > 1000) AS new_rows_extra FROM cc;
 SELECT * FROM mvinc.colfile_check('cc');
 ANALYZE cc;
 SELECT reltuples FROM pg_class WHERE relname = 'cc';
--- a large group with few dead rows is left alone (10%, under
--- mvinc.colfile_compact_dead_fraction), one with more is rewritten
--- without them
+-- a large group with few dead rows keeps its bytes (10%, under
+-- mvinc.colfile_compact_dead_fraction): the dead rows only go into its
+-- delete vector, and their deletion records away; one with more dead rows
+-- is rewritten without them
 SET mvinc.colfile_rows_per_group = 100;
 CREATE TABLE big (id int PRIMARY KEY, v int) USING colfile;
 INSERT INTO big SELECT g, g FROM generate_series(1, 100) g;
+SELECT data_offset AS big_offset FROM mvinc.colfile_rowgroup
+WHERE relfilenode = pg_relation_filenode('big') AND row_count > 0 \gset
 DELETE FROM big WHERE id <= 10;
-VACUUM big;
-VACUUM big;
-VACUUM big;
+\set ECHO none
+\o /dev/null
+SELECT 'VACUUM big', 'SELECT pg_sleep(0.2) FROM mvinc.colfile_stats(''big'') WHERE deleted_rows > 0'
+FROM generate_series(1, 50) \gexec
+\o
+\set ECHO all
 SELECT row_groups, live_rows, deleted_rows FROM mvinc.colfile_stats('big');
+SELECT data_offset = :big_offset AS same_bytes FROM mvinc.colfile_rowgroup
+WHERE relfilenode = pg_relation_filenode('big') AND row_count > 0;
+SELECT count(*), sum(v) FROM big;
+SET enable_seqscan = off;
+SELECT count(*) FROM big WHERE id <= 20;
+RESET enable_seqscan;
 DELETE FROM big WHERE id <= 40;
 \set ECHO none
 \o /dev/null

@@ -181,5 +181,47 @@ COMMIT;
 });
 verify('writes into free space listed before the crash');
 
+# Compaction: 300 single-row statements make 300 row groups; a first VACUUM
+# sets compaction's horizon; the next one is held by a SHARE lock on the
+# row-state table after it wrote the compacted group and deleted the
+# sources' tuples (uncommitted), and the server crashes there. The old
+# groups must be intact after recovery, and a later VACUUM compacts them.
+$node->safe_psql('postgres', join('', map {
+	"INSERT INTO t VALUES ($_, 6, 'small $_'); INSERT INTO ref VALUES ($_, 6, 'small $_');\n"
+} 600001 .. 600300));
+$node->safe_psql('postgres', 'VACUUM t');
+my $groups_before = $node->safe_psql('postgres', q{SELECT row_groups FROM mvinc.colfile_stats('t')});
+my ($lin, $lout, $lerr) = ('', '', '');
+my $locker = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres') ], \$lin, \$lout, \$lerr);
+$lin .= "BEGIN; LOCK mvinc.colfile_rowstate IN SHARE MODE; SELECT 'locked';\n";
+$locker->pump until $lout =~ /locked/;
+my ($vin, $vout, $verr) = ('', '', '');
+my $vacuum = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c', 'VACUUM t' ],
+	\$vin, \$vout, \$verr);
+$node->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity
+	WHERE query = 'VACUUM t' AND wait_event_type = 'Lock'})
+  or die 'VACUUM did not block';
+$node->stop('immediate');
+$locker->kill_kill;
+$vacuum->kill_kill;
+$node->start;
+verify('a crash during compaction');
+is($node->safe_psql('postgres', q{SELECT row_groups FROM mvinc.colfile_stats('t')}),
+	$groups_before, 'the crashed compaction left the row groups as they were');
+for (1 .. 100)
+{
+	$node->safe_psql('postgres', 'VACUUM t');
+	last if $node->safe_psql('postgres',
+		qq{SELECT row_groups < $groups_before - 200 FROM mvinc.colfile_stats('t')}) eq 't';
+	select(undef, undef, undef, 0.2);
+}
+ok($node->safe_psql('postgres',
+		qq{SELECT row_groups < $groups_before - 200 FROM mvinc.colfile_stats('t')}) eq 't',
+	'a later VACUUM compacts the small row groups');
+verify('compaction after the crash');
+
 $node->stop;
 done_testing();
