@@ -4,8 +4,8 @@
  *
  * Storage model (see DESIGN.md, "colfile table access method"):
  *
- *  - The relation's main fork is an append-only byte stream. Block 0 is a
- *	  metapage (TID-space and byte allocators); blocks 1.. hold payload bytes
+ *  - The relation's main fork is a byte stream. Block 0 is a metapage
+ *	  (TID-space and byte allocators, free extents); blocks 1.. hold payload bytes
  *	  after a standard page header. Pages carry no transaction ids; every
  *	  change is WAL-logged with generic WAL.
  *  - A row group (a "data file") is a run of column chunks, each a run of
@@ -22,6 +22,11 @@
  *  - Row states (deleted, updated to a new TID, locked) are tuples of the
  *	  heap table mvinc.colfile_rowstate, whose own xmin says who did it: that
  *	  is how MVCC, waiting and EvalPlanQual work without xids in our pages.
+ *  - VACUUM (colfile_vacuum.c, colfile_compact.c) drops groups whose rows
+ *	  are all dead, merges small groups and rewrites groups with many dead
+ *	  rows (a compacted group lists its rows' TIDs, which never change),
+ *	  folds other dead rows into per-group delete vectors, and lists bytes
+ *	  no group tuple references as free for new groups (colfile_storage.c).
  *  - Rows per group: the GUC mvinc.colfile_rows_per_group (default 10000),
  *	  read when a group is written (PG15 has no reloptions for table AMs).
  *	  Chunks are cut into mini-blocks of 512 rows so that an index fetch
