@@ -302,7 +302,8 @@ extern BlockNumber ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n,
 									   int64 end);
 extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n);
 extern void ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid);
-extern void ColfileSetMark(Relation rel);
+extern void ColfileSetMark(Relation rel, TransactionId oldest_xmin);
+extern int64 ColfileMarkLimit(Relation rel, TransactionId oldest_xmin);
 extern void ColfileLockSpace(Relation rel, LOCKMODE mode);
 extern void ColfileUnlockSpace(Relation rel, LOCKMODE mode);
 extern void ColfileReadBytes(Relation rel, int64 offset, char *dst, int64 len);
@@ -436,7 +437,7 @@ extern void colfile_index_validate_scan(Relation table_rel, Relation index_rel,
 										struct ValidateIndexState *state);
 
 /* colfile_compact.c */
-extern int64 ColfileCompact(Relation rel, TransactionId oldest_xmin,
+extern int64 ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 							ColfileRowDead dead, void *arg);
 
 /* colfile_projection.c */

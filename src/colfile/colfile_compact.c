@@ -262,15 +262,15 @@ finish_batch(Compactor *c, CompactSource *batch, int nbatch, int live, int rows)
 /*
  * Compact the row groups of rel (VACUUM, after index cleanup and after
  * dropping groups whose rows are all dead). dead(arg, tid) says whether a
- * row is dead to everybody; oldest_xmin is VACUUM's horizon. Returns the
- * number of row groups replaced.
+ * row is dead to everybody; oldest_xmin is VACUUM's horizon; only groups
+ * below TID block limit (ColfileMarkLimit; 0: none yet) are merged. Returns
+ * the number of row groups replaced.
  */
 int64
-ColfileCompact(Relation rel, TransactionId oldest_xmin, ColfileRowDead dead, void *arg)
+ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
+			   ColfileRowDead dead, void *arg)
 {
 	Compactor	c;
-	int64		limit;
-	TransactionId mark_xid;
 	List	   *groups;
 	ListCell   *lc;
 	CompactSource *batch;
@@ -279,9 +279,6 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, ColfileRowDead dead, voi
 				batch_rows = 0,
 				cap = Max(colfile_rows_per_group, 1);
 
-	ColfileReadMark(rel, &limit, &mark_xid);
-	if (!TransactionIdIsNormal(mark_xid) || TransactionIdPrecedes(oldest_xmin, mark_xid))
-		limit = 0;				/* no merges yet: only delete vectors */
 
 	memset(&c, 0, sizeof(c));
 	c.rel = rel;

@@ -346,12 +346,27 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 {
 	Oid			relfilenode = rel->rd_node.relNode;
 	int			pos;
+	List	   *states = NIL;
+	bool		mvcc = snapshot->snapshot_type == SNAPSHOT_MVCC ||
+		snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC;
 
 	if (!ItemPointerIsValid(tid))
 		return false;
+
+	/*
+	 * Other snapshots judge the row by its records, read before its group:
+	 * a VACUUM committing in between may have folded the row (dead to
+	 * everybody) into the group's delete vector and deleted its records;
+	 * read in this order, the row is dead either way.
+	 */
+	if (!mvcc && snapshot->snapshot_type != SNAPSHOT_ANY)
+		states = ColfileRowStatesFor(relfilenode, tid);
 	if (!ColfileFindRowGroup(relfilenode, ItemPointerGetBlockNumber(tid),
 							 snapshot, rg))
+	{
+		list_free_deep(states);
 		return false;
+	}
 	pos = ColfileGroupPos(rg, tid);
 	if (rg->nrows < 0)
 	{
@@ -362,13 +377,16 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 		 * check that its new row is alive). MVCC snapshots never do (the
 		 * writer flushes before its own later commands read).
 		 */
-		if (snapshot->snapshot_type == SNAPSHOT_MVCC ||
-			snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC)
+		list_free_deep(states);
+		if (mvcc)
 			return false;
 		return pos >= 0;
 	}
 	if (pos < 0)
+	{
+		list_free_deep(states);
 		return false;
+	}
 
 	switch (snapshot->snapshot_type)
 	{
@@ -379,7 +397,6 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 			return true;
 		default:
 			{
-				List	   *states = ColfileRowStatesFor(relfilenode, tid);
 				ListCell   *lc;
 				bool		visible = true;
 

@@ -237,7 +237,7 @@ ColfileWriteBytes(Relation rel, const char *data, int64 len)
 
 		if (blk >= RelationGetNumberOfBlocks(rel))
 		{
-			Assert(!reused);
+			/* (a reused extent too, in a file cut short by a crash) */
 			LockRelationForExtension(rel, ExclusiveLock);
 			for (;;)
 			{
@@ -350,21 +350,48 @@ ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid)
 }
 
 /*
- * Take a new mark (VACUUM). The TID allocator is read before the next
- * transaction id, under the metapage lock: a writer takes its transaction
- * id before it reserves TID blocks, so every writer that reserved blocks
- * below the mark has an id below the mark's.
+ * The TID block below which every row group has its tuple (or never will),
+ * for a VACUUM whose horizon is oldest_xmin: the mark's TID block once
+ * every transaction with an id below the mark's has ended; else 0.
+ */
+int64
+ColfileMarkLimit(Relation rel, TransactionId oldest_xmin)
+{
+	int64		tid_block;
+	TransactionId xid;
+
+	ColfileReadMark(rel, &tid_block, &xid);
+	if (!TransactionIdIsNormal(xid) || TransactionIdPrecedes(oldest_xmin, xid))
+		return 0;
+	return tid_block;
+}
+
+/*
+ * Take a new mark (VACUUM), once the current one has been passed (every id
+ * below its id ended before oldest_xmin): a mark replaced at every VACUUM
+ * might never be passed while transactions keep overlapping. The TID
+ * allocator is read before the next transaction id, under the metapage
+ * lock: a writer takes its transaction id before it reserves TID blocks,
+ * so every writer that reserved blocks below the mark has an id below the
+ * mark's.
  */
 void
-ColfileSetMark(Relation rel)
+ColfileSetMark(Relation rel, TransactionId oldest_xmin)
 {
 	Buffer		buf;
 	GenericXLogState *state;
 	Page		page;
+	TransactionId cur;
 
 	if (RelationGetNumberOfBlocks(rel) == 0)
 		return;
 	buf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
+	cur = MetaOf(BufferGetPage(buf))->mark_xid;
+	if (TransactionIdIsNormal(cur) && TransactionIdPrecedes(oldest_xmin, cur))
+	{
+		UnlockReleaseBuffer(buf);
+		return;
+	}
 	state = GenericXLogStart(rel);
 	page = GenericXLogRegisterBuffer(state, buf, 0);
 	MetaOf(page)->mark_tid_block = MetaOf(page)->next_tid_block;

@@ -352,14 +352,16 @@ typedef struct VacState
 	ColfileRowGroup **aborted;
 	int			naborted;
 	HTAB	   *fates;
+	int64		limit;			/* ColfileMarkLimit */
 	int64		removed;
 } VacState;
 
 /*
  * Is this index entry's row dead to everybody? Yes when its deletion is
  * visible to all, or when it lies in a row group whose inserter aborted.
- * A TID in no known row group is kept: it may be a row another backend is
- * still buffering.
+ * A TID in no known row group is kept when it may be a row another backend
+ * is still buffering; below the mark (ColfileMarkLimit) none can be, so
+ * such a TID was an aborted insert whose group tuple was pruned already.
  */
 static bool
 dead_tid_callback(ItemPointer tid, void *arg)
@@ -380,7 +382,45 @@ dead_tid_callback(ItemPointer tid, void *arg)
 		if (blk >= rg->first_block && blk <= ColfileGroupLastBlock(rg))
 			return true;
 	}
+	if (blk < vs->limit)
+	{
+		/* the last group starting at or below blk (groups are by first_block) */
+		int			lo = 0,
+					hi = vs->ngroups - 1,
+					found = -1;
+
+		while (lo <= hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (vs->groups[mid]->first_block <= blk)
+				found = mid, lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+		if (found < 0 || ColfileGroupPos(vs->groups[found], tid) < 0)
+		{
+			vs->removed++;
+			return true;
+		}
+	}
 	return false;
+}
+
+/*
+ * Scan every tuple of a relfilenode's row groups still in the heap (key
+ * set up by the caller), including those whose index entries readers have
+ * marked dead: such a tuple is not pruned yet, and a standby query may
+ * still see it (those marks are hints, not WAL-logged).
+ */
+static SysScanDesc
+every_group_tuple(Relation meta, Oid indexoid, ScanKey key)
+{
+	SysScanDesc scan = systable_beginscan(meta, indexoid, true, SnapshotAny, 1, key);
+
+	if (scan->iscan)
+		scan->iscan->ignore_killed_tuples = false;
+	return scan;
 }
 
 /*
@@ -405,7 +445,7 @@ aborted_groups(Oid relfilenode, int *n)
 	meta = table_open(ids.rowgroup, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotAny, 1, key);
+	scan = every_group_tuple(meta, ids.rowgroup_idx, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
@@ -496,7 +536,7 @@ prune_group_tuples(Oid relfilenode)
 	meta = table_open(ids.rowgroup, RowExclusiveLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotAny, 1, key);
+	scan = every_group_tuple(meta, ids.rowgroup_idx, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		HeapTupleHeader h = tup->t_data;
@@ -570,7 +610,7 @@ reclaim_space(Relation rel)
 	meta = table_open(ids.rowgroup, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotAny, 1, key);
+	scan = every_group_tuple(meta, ids.rowgroup_idx, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
@@ -654,6 +694,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 	vs.fates = build_fates(relfilenode, oldest_xmin);
 	vs.groups = live_groups(relfilenode, &vs.ngroups);
 	vs.aborted = aborted_groups(relfilenode, &vs.naborted);
+	vs.limit = ColfileMarkLimit(rel, oldest_xmin);
 
 	/* index cleanup */
 	vac_open_indexes(rel, RowExclusiveLock, &nindexes, &indrels);
@@ -709,12 +750,12 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 		else
 			dead += ndead;
 	}
-	(void) ColfileCompact(rel, oldest_xmin, row_dead_to_all, vs.fates);
+	(void) ColfileCompact(rel, oldest_xmin, vs.limit, row_dead_to_all, vs.fates);
 	(void) ColfilePruneRowStates(relfilenode);
 	ColfilePruneReservations(relfilenode);
 	prune_group_tuples(relfilenode);
 	(void) reclaim_space(rel);
-	ColfileSetMark(rel);
+	ColfileSetMark(rel, oldest_xmin);
 
 	nblocks = RelationGetNumberOfBlocks(rel);
 	vac_update_relstats(rel, nblocks, live, 0, nindexes > 0,
