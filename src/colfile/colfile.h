@@ -254,6 +254,7 @@ extern void ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin);
 
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);
+extern bool ColfileInserterAborted(HeapTupleHeader h);
 extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
 extern void ColfilePruneReservations(Oid relfilenode);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,

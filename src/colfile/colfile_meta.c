@@ -329,6 +329,21 @@ rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
 	rg->self = tup->t_self;
 }
 
+/* Did the transaction that inserted this metadata tuple abort? */
+bool
+ColfileInserterAborted(HeapTupleHeader h)
+{
+	TransactionId xmin;
+
+	if (HeapTupleHeaderXminCommitted(h))
+		return false;
+	if (HeapTupleHeaderXminInvalid(h))
+		return true;
+	xmin = HeapTupleHeaderGetXmin(h);
+	return !TransactionIdIsCurrentTransactionId(xmin) &&
+		!TransactionIdIsInProgress(xmin) && !TransactionIdDidCommit(xmin);
+}
+
 /*
  * Is this row group tuple out of the picture for a SnapshotAny lookup:
  * removed, or inserted by a transaction that aborted (a compacted group
@@ -337,17 +352,7 @@ rowgroup_from_tuple(Relation meta, HeapTuple tup, ColfileRowGroup *rg)
 static bool
 group_tuple_gone(HeapTupleHeader h)
 {
-	TransactionId xmin;
-
-	if (tuple_removed(h))
-		return true;
-	if (HeapTupleHeaderXminCommitted(h))
-		return false;
-	if (HeapTupleHeaderXminInvalid(h))
-		return true;
-	xmin = HeapTupleHeaderGetXmin(h);
-	return !TransactionIdIsCurrentTransactionId(xmin) &&
-		!TransactionIdIsInProgress(xmin) && !TransactionIdDidCommit(xmin);
+	return tuple_removed(h) || ColfileInserterAborted(h);
 }
 
 /*

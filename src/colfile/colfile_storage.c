@@ -120,22 +120,29 @@ lock_metapage(Relation rel, int mode)
 	return buf;
 }
 
+/* A copy of the metapage's fixed fields (zeros for an empty relation) */
+static void
+read_meta_fields(Relation rel, ColfileMetaPage *out)
+{
+	Buffer		buf;
+
+	memset(out, 0, sizeof(ColfileMetaPage));
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return;
+	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
+	memcpy(out, MetaOf(BufferGetPage(buf)), offsetof(ColfileMetaPage, free));
+	UnlockReleaseBuffer(buf);
+}
+
 /* Read the allocators (zero for an empty relation) */
 void
 ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte)
 {
-	Buffer		buf;
+	ColfileMetaPage m;
 
-	if (RelationGetNumberOfBlocks(rel) == 0)
-	{
-		*next_tid_block = 0;
-		*next_byte = 0;
-		return;
-	}
-	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
-	*next_tid_block = MetaOf(BufferGetPage(buf))->next_tid_block;
-	*next_byte = MetaOf(BufferGetPage(buf))->next_byte;
-	UnlockReleaseBuffer(buf);
+	read_meta_fields(rel, &m);
+	*next_tid_block = m.next_tid_block;
+	*next_byte = m.next_byte;
 }
 
 /* Reserve nblocks of TID space; returns the first block */
@@ -337,16 +344,11 @@ ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n, int64 end)
 void
 ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid)
 {
-	Buffer		buf;
+	ColfileMetaPage m;
 
-	*tid_block = 0;
-	*xid = InvalidTransactionId;
-	if (RelationGetNumberOfBlocks(rel) == 0)
-		return;
-	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
-	*tid_block = MetaOf(BufferGetPage(buf))->mark_tid_block;
-	*xid = MetaOf(BufferGetPage(buf))->mark_xid;
-	UnlockReleaseBuffer(buf);
+	read_meta_fields(rel, &m);
+	*tid_block = m.mark_tid_block;
+	*xid = m.mark_xid;
 }
 
 /*

@@ -408,16 +408,19 @@ dead_tid_callback(ItemPointer tid, void *arg)
 }
 
 /*
- * Scan every tuple of a relfilenode's row groups still in the heap (key
- * set up by the caller), including those whose index entries readers have
- * marked dead: such a tuple is not pruned yet, and a standby query may
- * still see it (those marks are hints, not WAL-logged).
+ * Scan every tuple of a relfilenode's row groups still in the heap (key:
+ * the caller's one-entry array), including those whose index entries
+ * readers have marked dead: such a tuple is not pruned yet, and a standby
+ * query may still see it (those marks are hints, not WAL-logged).
  */
 static SysScanDesc
-every_group_tuple(Relation meta, Oid indexoid, ScanKey key)
+every_group_tuple(Relation meta, Oid indexoid, Oid relfilenode, ScanKey key)
 {
-	SysScanDesc scan = systable_beginscan(meta, indexoid, true, SnapshotAny, 1, key);
+	SysScanDesc scan;
 
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	scan = systable_beginscan(meta, indexoid, true, SnapshotAny, 1, key);
 	if (scan->iscan)
 		scan->iscan->ignore_killed_tuples = false;
 	return scan;
@@ -443,9 +446,7 @@ aborted_groups(Oid relfilenode, int *n)
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	scan = every_group_tuple(meta, ids.rowgroup_idx, key);
+	scan = every_group_tuple(meta, ids.rowgroup_idx, relfilenode, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
@@ -498,21 +499,6 @@ vacuum_become_ordinary_writer(void)
 	MvincSetProcStatusFlag(PROC_IN_VACUUM, false);
 }
 
-/* Did the transaction that inserted this metadata tuple abort? */
-static bool
-inserter_aborted(HeapTupleHeader h)
-{
-	TransactionId xmin;
-
-	if (HeapTupleHeaderXminCommitted(h))
-		return false;
-	if (HeapTupleHeaderXminInvalid(h))
-		return true;
-	xmin = HeapTupleHeaderGetXmin(h);
-	return !TransactionIdIsCurrentTransactionId(xmin) &&
-		!TransactionIdIsInProgress(xmin) && !TransactionIdDidCommit(xmin);
-}
-
 /*
  * Prune the heap pages of mvinc.colfile_rowgroup that hold deleted or
  * aborted tuples of this relfilenode, so that the tuples dead to everybody
@@ -534,15 +520,13 @@ prune_group_tuples(Oid relfilenode)
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, RowExclusiveLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	scan = every_group_tuple(meta, ids.rowgroup_idx, key);
+	scan = every_group_tuple(meta, ids.rowgroup_idx, relfilenode, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		HeapTupleHeader h = tup->t_data;
 
 		if ((!(h->t_infomask & HEAP_XMAX_INVALID) &&
-			 !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask)) || inserter_aborted(h))
+			 !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask)) || ColfileInserterAborted(h))
 			blocks = bms_add_member(blocks, ItemPointerGetBlockNumber(&tup->t_self));
 	}
 	systable_endscan(scan);
@@ -608,16 +592,14 @@ reclaim_space(Relation rel)
 	used = palloc(sizeof(ColfileExtent) * capused);
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	scan = every_group_tuple(meta, ids.rowgroup_idx, key);
+	scan = every_group_tuple(meta, ids.rowgroup_idx, relfilenode, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
 		int64		off,
 					len;
 
-		if (inserter_aborted(tup->t_data))
+		if (ColfileInserterAborted(tup->t_data))
 			continue;
 		off = DatumGetInt64(heap_getattr(tup, 5, RelationGetDescr(meta), &isnull));
 		len = DatumGetInt64(heap_getattr(tup, 6, RelationGetDescr(meta), &isnull));
