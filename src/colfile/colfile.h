@@ -37,8 +37,9 @@
  * transaction snapshot, so SSI's predicate locks and conflict checks on
  * them see every row group and deletion (coarser than heap, never weaker).
  *
- * Not supported (refused with an error): unlogged tables, TABLESAMPLE,
- * CREATE INDEX CONCURRENTLY, ALTER TABLE SET TABLESPACE.
+ * Not supported (refused with an error): unlogged tables, CREATE INDEX
+ * CONCURRENTLY, ALTER TABLE SET TABLESPACE. TABLESAMPLE samples runs of 291
+ * rows in row-group order as its blocks.
  * Planned away: bitmap scans, TID range scans. Known differences from heap:
  * a non-key UPDATE waits for FOR KEY SHARE lockers; no TOAST table; no
  * speculative insertion tokens (ON CONFLICT waits for the inserting

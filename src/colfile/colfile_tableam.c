@@ -15,10 +15,12 @@
 #include "access/relscan.h"
 #include "access/sysattr.h"
 #include "access/tableam.h"
+#include "access/tsmapi.h"
 #include "access/xact.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/atomics.h"
@@ -78,6 +80,7 @@ typedef struct ColfileScanDescData
 	int64		sample_lo;
 	int64		sample_hi;
 	int64		sample_next;
+	int64		sample_block;	/* TABLESAMPLE: current block, -1 before */
 	int64	   *group_start;	/* cumulative row counts */
 	bool		own_snapshot;
 } ColfileScanDescData;
@@ -363,6 +366,7 @@ colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 								   ALLOCSET_DEFAULT_SIZES);
 	s->gi = -1;
 	s->pos = -1;
+	s->sample_block = -1;
 	/* statistics, as heap counts them (seq_scan, seq_tup_read) */
 	if (flags & SO_TYPE_SEQSCAN)
 		pgstat_count_heap_scan(rel);
@@ -394,6 +398,7 @@ colfile_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
 	s->gi = -1;
 	s->pos = -1;
 	s->cur_gi = -1;
+	s->sample_block = -1;
 	if (s->base.rs_flags & SO_TYPE_SEQSCAN)
 		pgstat_count_heap_scan(s->base.rs_rd);
 	ColfileFreeGroup(s->prev);
@@ -893,6 +898,29 @@ colfile_relation_estimate_size(Relation rel, int32 *attr_widths,
 	*allvisfrac = 0;
 }
 
+/*
+ * Make the group holding row number row (counted over the scan's groups in
+ * order) current; returns the row's position in it
+ */
+static int
+locate_row(ColfileScanDesc s, int64 row)
+{
+	int			lo = 0,
+				hi = s->ngroups - 1;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi + 1) / 2;
+
+		if (s->group_start[mid] <= row)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	ensure_group(s, lo);
+	return (int) (row - s->group_start[lo]);
+}
+
 /* ---- ANALYZE: physical block b samples the b-th slice of all rows ---- */
 
 static bool
@@ -921,51 +949,82 @@ colfile_scan_analyze_next_tuple(TableScanDesc scan, TransactionId OldestXmin,
 
 	while (s->sample_next < s->sample_hi)
 	{
-		int64		row = s->sample_next++;
-		int			lo = 0,
-					hi = s->ngroups - 1;
+		int			pos = locate_row(s, s->sample_next++);
 
-		/* binary search the group holding row */
-		while (lo < hi)
-		{
-			int			mid = (lo + hi + 1) / 2;
-
-			if (s->group_start[mid] <= row)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
-		ensure_group(s, lo);
-		if (!row_visible(s, (int) (row - s->group_start[lo])))
+		if (!row_visible(s, pos))
 		{
 			*deadrows += 1;
 			continue;
 		}
-		ColfileFillSlot(s->base.rs_rd, s->cur, (int) (row - s->group_start[lo]),
-						slot, NULL);
+		ColfileFillSlot(s->base.rs_rd, s->cur, pos, slot, NULL);
 		*liverows += 1;
 		return true;
 	}
 	return false;
 }
 
-/* ---- unsupported scan kinds ---- */
+/*
+ * ---- TABLESAMPLE: virtual block b is rows [b * 291, (b + 1) * 291) in
+ * the scan's row order (the TID block size), so SYSTEM samples runs of rows
+ * and BERNOULLI single rows ----
+ */
 
 static bool
 colfile_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("TABLESAMPLE is not supported on colfile tables"),
-			 errhint("Use ORDER BY random() LIMIT n instead.")));
-	return false;
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	TsmRoutine *tsm = scanstate->tsmroutine;
+	int64		nblocks;
+	int64		blockno;
+
+	if (!s->loaded)
+		load_groups(s);
+	nblocks = (s->total_rows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
+	if (nblocks == 0 || nblocks > MaxBlockNumber)
+		blockno = -1;
+	else if (tsm->NextSampleBlock)
+	{
+		BlockNumber b = tsm->NextSampleBlock(scanstate, (BlockNumber) nblocks);
+
+		blockno = BlockNumberIsValid(b) ? (int64) b : -1;
+	}
+	else
+		blockno = s->sample_block + 1 < nblocks ? s->sample_block + 1 : -1;
+	s->sample_block = blockno;
+	if (blockno < 0)
+		return false;
+	s->sample_lo = blockno * COLFILE_ROWS_PER_BLOCK;
+	s->sample_hi = Min(s->sample_lo + COLFILE_ROWS_PER_BLOCK, s->total_rows);
+	return true;
 }
 
 static bool
 colfile_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
 							   TupleTableSlot *slot)
 {
-	return false;
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+	TsmRoutine *tsm = scanstate->tsmroutine;
+	OffsetNumber maxoffset = (OffsetNumber) (s->sample_hi - s->sample_lo);
+
+	for (;;)
+	{
+		OffsetNumber off;
+		int			pos;
+
+		CHECK_FOR_INTERRUPTS();
+		off = tsm->NextSampleTuple(scanstate, (BlockNumber) s->sample_block, maxoffset);
+		if (!OffsetNumberIsValid(off))
+		{
+			ExecClearTuple(slot);
+			return false;
+		}
+		pos = locate_row(s, s->sample_lo + off - 1);
+		if (!row_visible(s, pos))
+			continue;
+		ColfileFillSlot(s->base.rs_rd, s->cur, pos, slot, s->proj);
+		pgstat_count_heap_getnext(s->base.rs_rd);
+		return true;
+	}
 }
 
 static const TableAmRoutine colfile_methods = {

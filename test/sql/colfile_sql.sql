@@ -133,9 +133,32 @@ BEGIN;
 DECLARE c2 SCROLL CURSOR FOR SELECT a FROM (VALUES (1)) v(a), (SELECT id FROM parent WHERE id < 55) p;
 FETCH LAST FROM c2;
 COMMIT;
+-- TABLESAMPLE: SYSTEM samples runs of 291 rows, BERNOULLI single rows;
+-- deleted rows never come back, and the same seed gives the same sample
+SET mvinc.colfile_rows_per_group = 1000;
+CREATE TABLE ts (id int PRIMARY KEY, v int) USING colfile;
+INSERT INTO ts SELECT g, g % 10 FROM generate_series(1, 5000) g;
+INSERT INTO ts SELECT g, g % 10 FROM generate_series(5001, 6000) g;
+DELETE FROM ts WHERE id % 3 = 0;
+RESET mvinc.colfile_rows_per_group;
+SELECT count(*) = (SELECT count(*) FROM ts) AS all_rows FROM ts TABLESAMPLE SYSTEM (100);
+SELECT count(*) = (SELECT count(*) FROM ts) AS all_rows FROM ts TABLESAMPLE BERNOULLI (100);
+SELECT count(*) FROM ts TABLESAMPLE SYSTEM (0);
+SELECT count(*) FROM ts TABLESAMPLE BERNOULLI (0);
+SELECT count(*) BETWEEN 800 AND 2400 AS about_40_percent,
+       count(*) FILTER (WHERE id % 3 = 0) AS deleted_rows_seen,
+       count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM ts t2 WHERE t2.id = s.id AND t2.v = s.v)) AS unknown_rows
+FROM ts s TABLESAMPLE BERNOULLI (40) REPEATABLE (7);
+SELECT (SELECT array_agg(id ORDER BY id) FROM ts TABLESAMPLE SYSTEM (30) REPEATABLE (3)) =
+       (SELECT array_agg(id ORDER BY id) FROM ts TABLESAMPLE SYSTEM (30) REPEATABLE (3)) AS same_sample;
+-- (rows are numbered in row-group order here: id - 1)
+WITH s AS (SELECT id FROM ts TABLESAMPLE SYSTEM (30) REPEATABLE (3))
+SELECT bool_and(n = (SELECT count(*) FROM ts WHERE (id - 1) / 291 = b)) AS whole_runs,
+       count(*) BETWEEN 2 AND 19 AS some_runs
+FROM (SELECT (id - 1) / 291 AS b, count(*) AS n FROM s GROUP BY 1) x;
+DROP TABLE ts;
 -- refusals (temporary tables: colfile_temp)
 CREATE UNLOGGED TABLE ut (a int) USING colfile;
-SELECT * FROM parent TABLESAMPLE SYSTEM (10);
 CREATE INDEX CONCURRENTLY parent_amount ON parent (amount);
 DROP INDEX IF EXISTS parent_amount;
 SELECT * FROM mvinc.colfile_stats('pg_class');
