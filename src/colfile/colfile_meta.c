@@ -356,6 +356,24 @@ group_tuple_gone(HeapTupleHeader h)
 }
 
 /*
+ * Must a lookup under this snapshot skip group tuples that are gone?
+ * SnapshotAny sees every version. A non-vacuumable snapshot (the planner's
+ * look at an index's actual endpoints, get_actual_variable_range) sees a
+ * removed tuple until its own horizon passes the deleter, and that horizon
+ * can lag the one a VACUUM of the metadata's TOAST table used: reading the
+ * tuple's directory then fails with "missing chunk". Only VACUUM removes
+ * group tuples while others run (groups whose rows are all dead, or
+ * replaced by a tuple with the same rows), so nothing a reader may see is
+ * lost by skipping them.
+ */
+static bool
+skips_gone_groups(Snapshot snapshot)
+{
+	return snapshot->snapshot_type == SNAPSHOT_ANY ||
+		snapshot->snapshot_type == SNAPSHOT_NON_VACUUMABLE;
+}
+
+/*
  * Find the row group owning TID block 'block' visible under snapshot. With
  * a dirty snapshot, the snapshot's xmin/xmax report the inserter, as heap
  * does for a tuple.
@@ -382,7 +400,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
 	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 	{
-		if (snapshot->snapshot_type == SNAPSHOT_ANY && group_tuple_gone(tup->t_data))
+		if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
 			continue;
 		rowgroup_from_tuple(meta, tup, rg);
 		found = true;
@@ -434,7 +452,7 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	{
 		ColfileRowGroup *rg;
 
-		if (snapshot->snapshot_type == SNAPSHOT_ANY && group_tuple_gone(tup->t_data))
+		if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
 			continue;
 		rg = palloc(sizeof(ColfileRowGroup));
 
