@@ -64,16 +64,12 @@ build_fates(Oid relfilenode, TransactionId oldest_xmin)
 {
 	HASHCTL		ctl;
 	HTAB	   *fates;
-	List	   *groups = ColfileListRowGroups(relfilenode, SnapshotAny);
-	ListCell   *lc;
 
 	ctl.keysize = sizeof(ItemPointerData);
 	ctl.entrysize = sizeof(FateEntry);
 	ctl.hcxt = CurrentMemoryContext;
 	fates = hash_create("colfile row fates", 1024, &ctl,
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	(void) groups;
-	(void) lc;
 	{
 		ColfileMetaRels ids;
 		Relation	meta;
