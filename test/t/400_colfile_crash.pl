@@ -71,17 +71,25 @@ sub verify
 		'0', "index lookups find every committed row after $what");
 }
 
-# VACUUM until it lists free bytes (capture may hold the horizon a moment)
-sub vacuum_until_free
+# VACUUM until a condition on t holds (capture may hold the horizon a
+# moment); returns whether it did
+sub vacuum_until
 {
+	my ($cond) = @_;
 	for (1 .. 100)
 	{
 		$node->safe_psql('postgres', 'VACUUM t');
-		return if $node->safe_psql('postgres',
-			q{SELECT free_bytes > 0 FROM mvinc.colfile_stats('t')}) eq 't';
+		return 1 if $node->safe_psql('postgres', "SELECT $cond") eq 't';
 		select(undef, undef, undef, 0.2);
 	}
-	die 'VACUUM listed no free bytes';
+	return 0;
+}
+
+# VACUUM until it lists free bytes
+sub vacuum_until_free
+{
+	vacuum_until(q{free_bytes > 0 FROM mvinc.colfile_stats('t')})
+	  or die 'VACUUM listed no free bytes';
 }
 
 verify('setup');
@@ -211,15 +219,7 @@ $node->start;
 verify('a crash during compaction');
 is($node->safe_psql('postgres', q{SELECT row_groups FROM mvinc.colfile_stats('t')}),
 	$groups_before, 'the crashed compaction left the row groups as they were');
-for (1 .. 100)
-{
-	$node->safe_psql('postgres', 'VACUUM t');
-	last if $node->safe_psql('postgres',
-		qq{SELECT row_groups < $groups_before - 200 FROM mvinc.colfile_stats('t')}) eq 't';
-	select(undef, undef, undef, 0.2);
-}
-ok($node->safe_psql('postgres',
-		qq{SELECT row_groups < $groups_before - 200 FROM mvinc.colfile_stats('t')}) eq 't',
+ok(vacuum_until(qq{row_groups < $groups_before - 200 FROM mvinc.colfile_stats('t')}),
 	'a later VACUUM compacts the small row groups');
 verify('compaction after the crash');
 
