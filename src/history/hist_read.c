@@ -12,15 +12,17 @@
  *	  the storage in the statement's snapshot and the change log in the
  *	  latest one (capture may write rows the statement sees after its
  *	  snapshot), as the hybrid reads of incremental views do, after waiting
- *	  for capture to reach the source's last commit.  A read never waits
- *	  for or shows the reader's own uncommitted changes: they have no
- *	  commit time yet.
+ *	  for capture to reach the source's last commit.  Under SERIALIZABLE it
+ *	  locks and conflicts as a scan of the source would (mv_ssi.c).  A
+ *	  read never waits for or shows the reader's own uncommitted changes:
+ *	  they have no commit time yet.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -240,8 +242,16 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	/* values pass through text below: print floats exactly */
 	(void) set_config_option("extra_float_digits", "1", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	/* every commit the snapshot sees that changed the source is captured */
-	target = MvCaptureTarget(cat->sourceid, MvInsertLsn());
+	/*
+	 * SERIALIZABLE: the SIREAD lock and conflicts a scan of the source would
+	 * give (mv_ssi.c), and a wait for all WAL, since the change log is then
+	 * also asked for writers the snapshot does not see.  Otherwise every
+	 * commit the snapshot sees that changed the source is captured.
+	 */
+	MvSsiLockSource(cat->sourceid, snap);
+	target = MvInsertLsn();
+	if (!IsolationIsSerializable())
+		target = MvCaptureTarget(cat->sourceid, target);
 	if (!MvTryWaitForCapture(target, HIST_READ_WAIT_MS))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -264,6 +274,8 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 				 errmsg("could not read the changes of history view \"%s\"", get_rel_name(viewid)),
 				 errdetail("A refresh and change-log retention passed the view's checkpoint that this read sees."),
 				 errhint("Retry the statement.")));
+	MvSsiCheckLoggedWriters(cat->sourceid, MvSourceName(changelog), cat->checkpoint_lsn,
+							query_snap, snap);
 	if (MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap, cat->checkpoint_snapshot,
 					   latest, false) == MV_DELTA_NONE)
 	{
