@@ -66,5 +66,12 @@ CREATE FUNCTION mvinc._start_worker() RETURNS void
     AS 'MODULE_PATHNAME', 'mvinc_start_worker';
 REVOKE ALL ON FUNCTION mvinc._start_worker() FROM PUBLIC;
 
+-- Writers of tracked colfile tables log their rows as transactional logical
+-- messages with prefix 'mvinc.row', which capture writes into change logs:
+-- a role that may emit logical messages in this database could forge rows
+-- of any tracked colfile table, so that is no longer everybody's right.
+REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+
 -- The worker waits for this transaction to commit before it creates the slot.
 SELECT mvinc._start_worker();

@@ -17,6 +17,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "replication/output_plugin.h"
+#include "executor/tuptable.h"
 #include "utils/tuplestore.h"
 
 /* ---- Exported C API (docs/internals.md) ---- */
@@ -40,6 +41,14 @@ extern XLogRecPtr MvincCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
 typedef void (*MvincCaptureTickFn) (void);
 extern MvincCaptureTickFn mvinc_capture_tick;
 extern bool MvincXactMayHaveWritten(Oid relid);
+
+/*
+ * Sources whose WAL logical decoding cannot read (colfile) log each changed
+ * row as a transactional logical message while tracked (capture_rowmsg.c).
+ */
+extern bool MvincRowMessagesWanted(Relation rel);
+extern void MvincLogRowChange(Relation rel, char op, TupleTableSlot *oldslot,
+							  TupleTableSlot *newslot);
 
 /* ---- Internal to src/capture ---- */
 
@@ -121,7 +130,14 @@ extern bool MvincStopWorkerForDropdb(Oid dboid);
 extern void MvincResumeWorker(Oid dboid);
 extern void MvincWorkerLeaveDecoding(void);
 
+/* capture_rowmsg.c */
+#define MVINC_ROW_MESSAGE_PREFIX "mvinc.row"
+extern bool MvincParseRowMessage(const char *msg, Size size, Oid *relid, char *op,
+								 HeapTuple *oldtup, HeapTuple *newtup);
+extern bool MvincRowImageValid(HeapTuple tup, TupleDesc desc);
+
 /* capture_track.c */
+extern bool MvincIsTrackedNow(Oid relid);
 extern int	MvincSpiConnect(void);
 extern void MvincSpiFinish(int nestlevel);
 extern Oid	MvincTrackedRelid(void);

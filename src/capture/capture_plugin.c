@@ -10,6 +10,10 @@
  *	  write).  Anywhere else (pg_logical_slot_get_changes on a slot created
  *	  with plugin 'mvinc') it prints the changes as text, for debugging.
  *
+ *	  Changes of colfile tables arrive as logical messages written by their
+ *	  writers while the table is tracked (capture_rowmsg.c) and become the
+ *	  same records.
+ *
  *	  Which tables are tracked: mvinc.tracked is a user_catalog_table, read
  *	  here under the historic snapshot of the transaction being decoded.
  *	  That snapshot sees the row of track() iff track() committed before the
@@ -45,6 +49,7 @@
 
 #include "mvinc.h"
 #include "capture/capture.h"
+#include "colfile/colfile.h"
 
 bool		MvincCaptureWorkerMode = false;
 Tuplestorestate *MvincCaptureBuffer = NULL;
@@ -461,45 +466,24 @@ text_begin(LogicalDecodingContext *ctx, PluginState *st, ReorderBufferTXN *txn)
 	OutputPluginWrite(ctx, true);
 }
 
-/* One INSERT/UPDATE/DELETE: skip untracked tables, else buffer or print it */
+/*
+ * One row change of a tracked table (or of any, in text mode with
+ * include-untracked): buffer or print it.  oldtuple is the old row (whole
+ * or its key, as the replica identity logged it; NULL when an UPDATE kept
+ * the key), newtuple the new one.
+ */
 static void
-mvinc_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
-					Relation relation, ReorderBufferChange *change)
+capture_row_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				   Relation relation, char op, HeapTuple oldtuple,
+				   HeapTuple newtuple)
 {
 	PluginState *st = ctx->output_plugin_private;
-	MemoryContext old;
-	HeapTuple	newtuple = NULL;
-	HeapTuple	oldtuple = NULL;
 	bool		full = relation->rd_rel->relreplident == REPLICA_IDENTITY_FULL;
-	char		op;
 
 	if (!MvincCaptureWorkerMode && st->include_untracked)
 		;
 	else if (!is_tracked(relation))
 		return;
-
-	old = MemoryContextSwitchTo(st->change_cxt);
-
-	if (change->data.tp.newtuple)
-		newtuple = &change->data.tp.newtuple->tuple;
-	if (change->data.tp.oldtuple)
-		oldtuple = &change->data.tp.oldtuple->tuple;
-
-	switch (change->action)
-	{
-		case REORDER_BUFFER_CHANGE_INSERT:
-			op = 'i';
-			break;
-		case REORDER_BUFFER_CHANGE_UPDATE:
-			op = 'u';
-			break;
-		case REORDER_BUFFER_CHANGE_DELETE:
-			op = 'd';
-			break;
-		default:
-			MemoryContextSwitchTo(old);
-			return;
-	}
 	st->seq++;
 
 	if (MvincCaptureWorkerMode)
@@ -541,7 +525,89 @@ mvinc_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			print_tuple(ctx->out, relation, newtuple);
 		OutputPluginWrite(ctx, true);
 	}
+}
 
+/* One heap INSERT/UPDATE/DELETE */
+static void
+mvinc_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+					Relation relation, ReorderBufferChange *change)
+{
+	PluginState *st = ctx->output_plugin_private;
+	MemoryContext old;
+	HeapTuple	newtuple = NULL;
+	HeapTuple	oldtuple = NULL;
+	char		op;
+
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			op = 'i';
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			op = 'u';
+			break;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			op = 'd';
+			break;
+		default:
+			return;
+	}
+	if (change->data.tp.newtuple)
+		newtuple = &change->data.tp.newtuple->tuple;
+	if (change->data.tp.oldtuple)
+		oldtuple = &change->data.tp.oldtuple->tuple;
+
+	old = MemoryContextSwitchTo(st->change_cxt);
+	capture_row_change(ctx, txn, relation, op, oldtuple, newtuple);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(st->change_cxt);
+}
+
+/*
+ * A logical message: ours carry one row change of a table whose own WAL
+ * decoding cannot read (capture_rowmsg.c).  Transactional ones only: they
+ * arrive in the transaction's order under its historic snapshot, so the
+ * relation is opened as it was when the row was written.
+ */
+static void
+mvinc_decode_message(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+					 XLogRecPtr message_lsn, bool transactional,
+					 const char *prefix, Size message_size,
+					 const char *message)
+{
+	PluginState *st = ctx->output_plugin_private;
+	MemoryContext old;
+	Relation	relation;
+	Oid			relid;
+	char		op;
+	HeapTuple	oldtuple;
+	HeapTuple	newtuple;
+
+	if (!transactional || strcmp(prefix, MVINC_ROW_MESSAGE_PREFIX) != 0)
+		return;
+	old = MemoryContextSwitchTo(st->change_cxt);
+
+	/*
+	 * Only our colfile writers emit these; anything else carrying the
+	 * prefix (somebody granted pg_logical_emit_message) is skipped with a
+	 * warning, never an error: an error here would stop capture at this
+	 * record for good.
+	 */
+	relation = NULL;
+	if (MvincParseRowMessage(message, message_size, &relid, &op,
+							 &oldtuple, &newtuple))
+		relation = RelationIdGetRelation(relid);
+	if (RelationIsValid(relation) && ColfileIsColfileRel(relation) &&
+		(oldtuple == NULL || MvincRowImageValid(oldtuple, RelationGetDescr(relation))) &&
+		(newtuple == NULL || MvincRowImageValid(newtuple, RelationGetDescr(relation))))
+		capture_row_change(ctx, txn, relation, op, oldtuple, newtuple);
+	else
+		ereport(WARNING,
+				(errmsg("skipped a malformed \"%s\" logical decoding message at %X/%X",
+						MVINC_ROW_MESSAGE_PREFIX, LSN_FORMAT_ARGS(message_lsn)),
+				 errdetail("Messages with this prefix carry row changes of tracked colfile tables and are written by mvinc only.")));
+	if (RelationIsValid(relation))
+		RelationClose(relation);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(st->change_cxt);
 }
@@ -596,6 +662,7 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->begin_cb = mvinc_decode_begin;
 	cb->change_cb = mvinc_decode_change;
 	cb->truncate_cb = mvinc_decode_truncate;
+	cb->message_cb = mvinc_decode_message;
 	cb->commit_cb = mvinc_decode_commit;
 	cb->filter_by_origin_cb = mvinc_decode_filter_origin;
 	cb->shutdown_cb = mvinc_decode_shutdown;

@@ -44,6 +44,7 @@
 
 #include "mvinc.h"
 #include "capture/capture.h"
+#include "colfile/colfile.h"
 
 /* OID of mvinc.tracked, or InvalidOid */
 Oid
@@ -100,6 +101,22 @@ MvincChangeLogRelid(Oid relid)
 }
 
 /*
+ * Is the source tracked, as the latest committed state (and our own
+ * transaction's) says?  For writers deciding under their lock whether to
+ * log row messages (capture_rowmsg.c).
+ */
+bool
+MvincIsTrackedNow(Oid relid)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	Datum		d;
+	bool		tracked = tracked_column(relid, Anum_tracked_relid, snapshot, &d);
+
+	UnregisterSnapshot(snapshot);
+	return tracked;
+}
+
+/*
  * Change-log rows of a source with lsn <= this were removed by retention,
  * as snapshot sees it (a read checks it in the snapshot it reads the
  * change log with); InvalidXLogRecPtr when not tracked.
@@ -126,6 +143,9 @@ MvincSpiConnect(void)
 	SPI_connect();
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* change logs are heap tables whatever the user's default is */
+	(void) set_config_option("default_table_access_method", "heap", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return nestlevel;
 }
@@ -239,11 +259,11 @@ check_trackable(Relation rel, bool full_old_rows)
 				 errmsg("cannot track unlogged table \"%s\"", name),
 				 errdetail("Changes of unlogged tables are not written to the WAL."),
 				 errhint("Make it logged with ALTER TABLE ... SET LOGGED.")));
-	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID && !ColfileIsColfileRel(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot track table \"%s\"", name),
-				 errdetail("The table uses access method \"%s\"; logical decoding sees only heap tables' changes.",
+				 errdetail("The table uses access method \"%s\"; only the changes of heap and colfile tables can be captured.",
 						   get_am_name(rel->rd_rel->relam)),
 				 errhint("Move the table to heap with ALTER TABLE ... SET ACCESS METHOD heap.")));
 	if (IsCatalogRelation(rel) || RelationGetRelid(rel) < FirstNormalObjectId)
@@ -340,6 +360,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 	char		logname[NAMEDATALEN];
 	char	   *qualname;
 	char		replident;
+	bool		row_messages;
 
 	/* Keep the lock, but close the relation: ALTER TABLE refuses open ones */
 	rel = relation_open(relid, ShareUpdateExclusiveLock);
@@ -347,6 +368,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	check_trackable(rel, full_old_rows);
+	row_messages = ColfileIsColfileRel(rel);
 	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	replident = rel->rd_rel->relreplident;
 	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
@@ -357,6 +379,15 @@ MvincTrack(Oid relid, bool full_old_rows)
 	MvincHoldHorizonFor(relid);
 
 	logid = MvincChangeLogRelid(relid);
+
+	/*
+	 * colfile writers log row messages only while the table is tracked, and
+	 * decide it per statement under their ROW EXCLUSIVE lock: wait out the
+	 * writers that may have decided otherwise and keep new ones out until
+	 * our commit (capture_rowmsg.c).
+	 */
+	if (!OidIsValid(logid) && row_messages)
+		LockRelationOid(relid, ShareLock);
 	if (OidIsValid(logid) && (!full_old_rows || replident == REPLICA_IDENTITY_FULL))
 		return logid;
 

@@ -249,6 +249,7 @@ extern double colfile_compact_dead_fraction;
 
 /* colfile_init.c */
 extern bool ColfileIsColfileRel(Relation rel);
+extern bool ColfileIsColfileAm(Oid amoid);
 
 /* colfile_tableam.c */
 extern void ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin);
@@ -400,6 +401,8 @@ extern bool ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 							TupleTableSlot *slot);
 
 /* colfile_modify.c */
+extern void ColfileLogRowChange(Relation rel, char op, ItemPointer oldtid,
+								TupleTableSlot *newslot);
 extern TM_Result colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 									  Snapshot snapshot, Snapshot crosscheck, bool wait,
 									  TM_FailureData *tmfd, bool changingPart);

@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * colfile_modify.c
- *	  DELETE, UPDATE (delete + insert at a new TID) and row locking.
+ *	  DELETE, UPDATE (delete + insert at a new TID), row locking, and the
+ *	  row messages that let change capture see a tracked table's changes.
  *
  * Locking story: the pages hold no xmax, so the state of a row version is
  * the set of its records in mvinc.colfile_rowstate (see colfile.h), each
@@ -34,8 +35,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "capture/capture.h"
+#include "executor/tuptable.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -258,16 +262,52 @@ claim_row(Relation rel, ItemPointer tid, CommandId cid, Snapshot crosscheck,
 	return r;
 }
 
+/*
+ * Change capture: logical decoding cannot read colfile's generic WAL, so
+ * while the table is tracked each changed row is logged as a row message
+ * (capture_rowmsg.c): op 'i' (newslot), 'u' (old row at oldtid, newslot)
+ * or 'd' (old row at oldtid).  Called after the change succeeded.  Rows
+ * never change in place, so the old row is read by TID with SnapshotAny.
+ */
+void
+ColfileLogRowChange(Relation rel, char op, ItemPointer oldtid,
+					TupleTableSlot *newslot)
+{
+	TupleTableSlot *oldslot = NULL;
+
+	if (!MvincRowMessagesWanted(rel))
+		return;
+	if (oldtid != NULL)
+	{
+		oldslot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		if (!ColfileFetchRow(rel, oldtid, SnapshotAny, oldslot))
+			elog(ERROR, "could not read row (%u,%u) of \"%s\" for change capture",
+				 ItemPointerGetBlockNumber(oldtid), ItemPointerGetOffsetNumber(oldtid),
+				 RelationGetRelationName(rel));
+	}
+	MvincLogRowChange(rel, op, oldslot, newslot);
+	if (oldslot != NULL)
+		ExecDropSingleTupleTableSlot(oldslot);
+}
+
 /* DELETE: record the deletion of the row at tid */
 TM_Result
 colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 					 Snapshot snapshot, Snapshot crosscheck, bool wait,
 					 TM_FailureData *tmfd, bool changingPart)
 {
-	TM_Result	r = claim_row(rel, tid, cid, crosscheck, wait, tmfd);
+	TM_Result	r;
 
+	/*
+	 * As heap: an xid before waiting (so that SERIALIZABLE readers meeting
+	 * us as a running writer can conflict out to us), and the check for
+	 * SIREAD locks on the relation (a view's stored read takes one) after.
+	 */
+	(void) GetCurrentTransactionId();
+	r = claim_row(rel, tid, cid, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 		return r;
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	if (changingPart)
 	{
 		/* as heap: whoever finds the row moved gets an error, not nothing */
@@ -279,6 +319,7 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	else
 		ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
 	UnlockTuple(rel, tid, ExclusiveLock);
+	ColfileLogRowChange(rel, 'd', tid, NULL);
 	pgstat_count_heap_delete(rel);
 	return TM_Ok;
 }
@@ -295,9 +336,11 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 
 	*lockmode = LockTupleExclusive;
 	*update_indexes = false;
+	(void) GetCurrentTransactionId();	/* as in colfile_tuple_delete */
 	r = claim_row(rel, &old, cid, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 		return r;
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	PG_TRY();
 	{
 		ColfileBufferInsert(rel, slot, cid);
@@ -310,6 +353,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 	}
 	PG_END_TRY();
 	*update_indexes = true;
+	ColfileLogRowChange(rel, 'u', &old, slot);
 	pgstat_count_heap_update(rel, false);
 	return TM_Ok;
 }

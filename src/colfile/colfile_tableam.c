@@ -11,13 +11,14 @@
 #include "access/heapam.h"
 #include "access/heaptoast.h"
 #include "access/multixact.h"
+#include "storage/predicate.h"
 #include "storage/procarray.h"
 #include "access/relscan.h"
 #include "access/sysattr.h"
 #include "access/tableam.h"
 #include "access/tsmapi.h"
 #include "access/xact.h"
-#include "catalog/pg_am_d.h"
+#include "catalog/pg_am.h"
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
@@ -36,6 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "colfile/colfile.h"
 
@@ -761,8 +763,15 @@ static void
 colfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 					 int options, struct BulkInsertStateData *bistate)
 {
+	/*
+	 * As heap: an xid first, then the check for SIREAD locks on the
+	 * relation (a view's stored read takes one)
+	 */
+	(void) GetCurrentTransactionId();
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	ColfileBufferInsert(rel, slot, cid);
 	ColfileInsertCallDone(rel);
+	ColfileLogRowChange(rel, 'i', NULL, slot);
 	pgstat_count_heap_insert(rel, 1);
 }
 
@@ -772,6 +781,8 @@ colfile_tuple_insert_speculative(Relation rel, TupleTableSlot *slot,
 								 struct BulkInsertStateData *bistate,
 								 uint32 specToken)
 {
+	(void) GetCurrentTransactionId();
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	ColfileBufferInsert(rel, slot, cid);
 	ColfileFlushRel(rel);
 	pgstat_count_heap_insert(rel, 1);
@@ -786,6 +797,8 @@ colfile_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 		colfile_kill_row(rel, &slot->tts_tid);
 		pgstat_count_heap_delete(rel);	/* as heap: the insert was counted */
 	}
+	else
+		ColfileLogRowChange(rel, 'i', NULL, slot);
 }
 
 static void
@@ -794,9 +807,13 @@ colfile_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 {
 	int			i;
 
+	(void) GetCurrentTransactionId();
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	for (i = 0; i < nslots; i++)
 		ColfileBufferInsert(rel, slots[i], cid);
 	ColfileInsertCallDone(rel);
+	for (i = 0; i < nslots; i++)
+		ColfileLogRowChange(rel, 'i', NULL, slots[i]);
 	pgstat_count_heap_insert(rel, nslots);
 }
 
@@ -1090,6 +1107,24 @@ bool
 ColfileIsColfileRel(Relation rel)
 {
 	return rel->rd_tableam == &colfile_methods;
+}
+
+/* Is the table access method amoid colfile (under whatever name)? */
+bool
+ColfileIsColfileAm(Oid amoid)
+{
+	HeapTuple	tup = SearchSysCache1(AMOID, ObjectIdGetDatum(amoid));
+	bool		result = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_am am = (Form_pg_am) GETSTRUCT(tup);
+
+		result = am->amtype == AMTYPE_TABLE &&
+			GetTableAmRoutine(am->amhandler) == &colfile_methods;
+		ReleaseSysCache(tup);
+	}
+	return result;
 }
 
 Datum

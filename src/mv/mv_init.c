@@ -84,9 +84,12 @@ MvBecomeInternal(MvInternal *save)
 	 */
 	(void) set_config_option("jit", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* storage, scratch tables: heap whatever the user's default is */
+	(void) set_config_option("default_table_access_method", "heap", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 
-/* Back to the caller's user and search_path */
+/* Back to the caller's user and settings */
 void
 MvEndInternal(MvInternal *save)
 {

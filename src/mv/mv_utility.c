@@ -33,6 +33,7 @@
 #include "utils/relcache.h"
 #include "utils/ruleutils.h"
 
+#include "colfile/colfile.h"
 #include "history/history.h"
 #include "mv/mv.h"
 
@@ -516,8 +517,9 @@ view_names(List *views)
  *
  * On a tracked table, what would make change capture blind (its changes
  * would silently stop reaching the change log, and the views would go
- * wrong): another access method than heap (logical decoding decodes only
- * heap's WAL), SET UNLOGGED (no WAL), or a replica identity that no longer
+ * wrong): another access method than heap and colfile (logical decoding
+ * decodes only heap's WAL; colfile writers log row messages while tracked),
+ * SET UNLOGGED (no WAL), or a replica identity that no longer
  * identifies the rows updates and deletes change (NOTHING, or DEFAULT
  * without a primary key).
  */
@@ -576,10 +578,11 @@ refuse_source_alter(AlterTableStmt *stmt)
 			Oid			amoid = get_table_am_oid(cmd->name, true);
 
 			/* a missing access method is PostgreSQL's error to raise */
-			if (OidIsValid(amoid) && amoid != HEAP_TABLE_AM_OID)
+			if (OidIsValid(amoid) && amoid != HEAP_TABLE_AM_OID &&
+				!ColfileIsColfileAm(amoid))
 			{
 				msg = psprintf("cannot change the access method of table \"%s\"", relname);
-				why = psprintf("logical decoding sees only the changes of heap tables, not those of access method \"%s\"",
+				why = psprintf("only the changes of heap and colfile tables can be captured, not those of access method \"%s\"",
 							   cmd->name);
 			}
 		}

@@ -18,10 +18,13 @@ ALTER TABLE cap_nokey REPLICA IDENTITY NOTHING;
 SELECT mvinc.track('cap_nokey');
 CREATE TABLE cap_reserved (id int PRIMARY KEY, _mvinc_x int);
 SELECT mvinc.track('cap_reserved');
--- colfile tables write generic WAL, which logical decoding does not see
-CREATE TABLE cap_columnar (id int PRIMARY KEY) USING colfile;
-SELECT mvinc.track('cap_columnar');
-DROP TABLE cap_columnar;
+-- only heap and colfile tables (colfile writers log row messages): not
+-- another access method, even one with heap's handler
+CREATE ACCESS METHOD cap_other TYPE TABLE HANDLER heap_tableam_handler;
+CREATE TABLE cap_otheram (id int PRIMARY KEY) USING cap_other;
+SELECT mvinc.track('cap_otheram');
+DROP TABLE cap_otheram;
+DROP ACCESS METHOD cap_other;
 SELECT mvinc.track(NULL) IS NULL AS null_is_null;
 SELECT mvinc.wait_for_capture(timeout => '-1 s');
 -- a position that will not be reached soon times out

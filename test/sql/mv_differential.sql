@@ -3,7 +3,7 @@
 -- savepoints, random refreshes, appends kept beside the storage or folded
 -- at once, compactions); after every step each view must equal its
 -- defining query (EXCEPT ALL both ways).  A mismatch stops the run and
--- names the step.
+-- names the step.  The source is a heap table, then a colfile table.
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
 
 CREATE TABLE d_src (id int PRIMARY KEY, g int, h text, v numeric(10,2), w int);
@@ -150,6 +150,20 @@ SELECT split_part(x, ':', 1) AS view, count(*) > 0 AS merged_appends
   FROM d_log, unnest(string_to_array(modes, ',')) x
   WHERE split_part(x, ':', 2) = 'incremental' AND split_part(x, ':', 1) IN ('d_ret', 'd_key', 'd_oneret')
   GROUP BY 1 ORDER BY 1;
+
+-- The same views while the source is a colfile table: its changes reach
+-- the change log as row messages, and changing the access method of a
+-- tracked table keeps capture complete
+ALTER TABLE d_src SET ACCESS METHOD colfile;
+SELECT d_diff(v) AS diff FROM unnest(ARRAY['d_agg', 'd_ret', 'd_proj', 'd_keymax']::regclass[]) v;
+TRUNCATE d_log;
+CALL d_run(1000, 0.17);
+SELECT count(*) AS colfile_steps, count(DISTINCT op) AS kinds_of_step,
+       sum(fresh_reads) > 0 AS fresh_reads, sum(merged_reads) > 0 AS merged_reads FROM d_log;
+SELECT m AS mode, count(*) > 0 AS happened
+  FROM d_log, unnest(string_to_array(modes, ',')) x, split_part(x, ':', 2) m
+  WHERE modes IS NOT NULL GROUP BY m ORDER BY m;
+SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'd_src'::regclass;
 
 DROP PROCEDURE d_run(int, float8);
 DROP TABLE d_src CASCADE;
