@@ -25,6 +25,8 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_operator_d.h"
+#include "catalog/pg_type_d.h"
 #include "catalog/storage.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
@@ -40,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 
 #include "mvinc.h"
 #include "colfile/colfile.h"
@@ -249,13 +252,22 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	if (scan != NULL && IsMVCCSnapshot(scan->rs_snapshot))
 		return index_build_mvcc_scan(table_rel, index_rel, index_info, scan,
 									 callback, callback_state);
+
+	/*
+	 * CREATE INDEX CONCURRENTLY, second phase (as heap): the rows a fresh
+	 * MVCC snapshot sees; validate_index adds those committed after it.
+	 */
 	if (index_info->ii_Concurrent)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
-						RelationGetRelationName(table_rel)),
-				 errdetail("colfile cannot yet build an index while the table is written."),
-				 errhint("Use CREATE INDEX without CONCURRENTLY.")));
+	{
+		Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+		double		n;
+
+		n = index_build_mvcc_scan(table_rel, index_rel, index_info,
+								  table_beginscan(table_rel, snapshot, 0, NULL),
+								  callback, callback_state);
+		UnregisterSnapshot(snapshot);
+		return n;
+	}
 	ColfileFlushAllForRead(RelationGetRelid(table_rel));
 	estate = CreateExecutorState();
 	econtext = GetPerTupleExprContext(estate);
@@ -329,16 +341,84 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	return reltuples;
 }
 
+/*
+ * CREATE INDEX CONCURRENTLY, third phase: insert into the index every row
+ * the reference snapshot sees that it lacks.  state->tuplesort holds the
+ * index's TIDs, sorted; a colfile scan does not return rows in TID order
+ * (compacted groups hold rows of several ranges), so the TIDs the
+ * snapshot sees are sorted too and the two lists merged.  Missing rows
+ * are fetched by TID (no HOT chains: an update always makes a new TID).
+ */
 void
 colfile_index_validate_scan(Relation table_rel, Relation index_rel,
 							IndexInfo *index_info, Snapshot snapshot,
 							ValidateIndexState *state)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("CREATE INDEX CONCURRENTLY is not supported on colfile table \"%s\"",
-					RelationGetRelationName(table_rel)),
-			 errhint("Use CREATE INDEX without CONCURRENTLY.")));
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	TupleTableSlot *slot = table_slot_create(table_rel, NULL);
+	ExprState  *predicate;
+	Tuplesortstate *visible;
+	TableScanDesc scan;
+	Datum		val;
+	bool		isnull;
+	bool		have_index_tid;
+	ItemPointerData index_tid;
+
+	econtext->ecxt_scantuple = slot;
+	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
+
+	visible = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+									maintenance_work_mem, NULL, TUPLESORT_NONE);
+	scan = table_beginscan_strat(table_rel, snapshot, 0, NULL, true, false);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		tuplesort_putdatum(visible, Int64GetDatum(itemptr_encode(&slot->tts_tid)), false);
+		state->htups += 1;
+	}
+	table_endscan(scan);
+	tuplesort_performsort(visible);
+
+	have_index_tid = tuplesort_getdatum(state->tuplesort, true, &val, &isnull, NULL);
+	if (have_index_tid)
+		itemptr_decode(&index_tid, DatumGetInt64(val));
+	while (tuplesort_getdatum(visible, true, &val, &isnull, NULL))
+	{
+		ItemPointerData tid;
+		Datum		values[INDEX_MAX_KEYS];
+		bool		nulls[INDEX_MAX_KEYS];
+
+		CHECK_FOR_INTERRUPTS();
+		itemptr_decode(&tid, DatumGetInt64(val));
+		while (have_index_tid && ItemPointerCompare(&index_tid, &tid) < 0)
+		{
+			have_index_tid = tuplesort_getdatum(state->tuplesort, true, &val, &isnull, NULL);
+			if (have_index_tid)
+				itemptr_decode(&index_tid, DatumGetInt64(val));
+		}
+		if (have_index_tid && ItemPointerEquals(&index_tid, &tid))
+			continue;
+
+		/* missing from the index */
+		MemoryContextReset(econtext->ecxt_per_tuple_memory);
+		if (!ColfileFetchRow(table_rel, &tid, snapshot, slot))
+			elog(ERROR, "row (%u,%u) of \"%s\" vanished during CREATE INDEX CONCURRENTLY",
+				 ItemPointerGetBlockNumber(&tid), ItemPointerGetOffsetNumber(&tid),
+				 RelationGetRelationName(table_rel));
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		FormIndexDatum(index_info, slot, estate, values, nulls);
+		index_insert(index_rel, values, nulls, &tid, table_rel,
+					 index_info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+					 false, index_info);
+		state->tups_inserted += 1;
+	}
+	tuplesort_end(visible);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	index_info->ii_ExpressionsState = NIL;
+	index_info->ii_PredicateState = NULL;
 }
 
 typedef struct VacState
