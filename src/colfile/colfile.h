@@ -258,6 +258,7 @@ extern void ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin);
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);
 extern bool ColfileInserterAborted(HeapTupleHeader h);
 extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
+extern void ColfileCopyMetadata(Oid from, Oid to);
 extern void ColfilePruneReservations(Oid relfilenode);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
@@ -303,6 +304,9 @@ extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
 extern int64 ColfileWriteBytes(Relation rel, const char *data, int64 len);
 extern BlockNumber ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n,
 									   int64 end);
+extern TransactionId ColfileRewriteXid(Relation rel);
+extern void ColfileSetRewriteXid(Relation rel, TransactionId xid,
+								 TransactionId oldest_xmin);
 extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n);
 extern void ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid);
 extern void ColfileSetMark(Relation rel, TransactionId oldest_xmin);
@@ -397,6 +401,7 @@ extern bool ColfileGroupRowGone(const ColfileRowGroup *rg, int pos);
 extern bool ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 							  ColfileRowGroup *rg);
 extern void ColfileReaderXactEnd(void);
+extern void ColfileCheckRewrite(Relation rel, Snapshot snapshot);
 extern bool ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 							TupleTableSlot *slot);
 

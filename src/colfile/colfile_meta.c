@@ -467,6 +467,65 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	return result;
 }
 
+/*
+ * Copy the metadata of relfilenode from to relfilenode to (ALTER TABLE ...
+ * SET TABLESPACE, which copies the file byte for byte): the row groups
+ * and the deletion records the latest snapshot sees (lock records end
+ * with their transactions; under ACCESS EXCLUSIVE none is running).  The
+ * copies are this transaction's: older snapshots are kept from reading
+ * them by ColfileCheckRewrite.
+ */
+void
+ColfileCopyMetadata(Oid from, Oid to)
+{
+	ColfileMetaRels ids;
+	Oid			tabs[2];
+	Oid			idxs[2];
+	CommandId	cid = GetCurrentCommandId(true);
+
+	CommandCounterIncrement();
+	ColfileMetaRelIds(&ids);
+	tabs[0] = ids.rowgroup;
+	idxs[0] = ids.rowgroup_idx;
+	tabs[1] = ids.rowstate;
+	idxs[1] = ids.rowstate_idx;
+	for (int i = 0; i < 2; i++)
+	{
+		Relation	meta = table_open(tabs[i], RowExclusiveLock);
+		TupleDesc	desc = RelationGetDescr(meta);
+		Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+		Datum		values[Max(Natts_rowgroup, Natts_rowstate)];
+		bool		nulls[Max(Natts_rowgroup, Natts_rowstate)];
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(from));
+		scan = systable_beginscan(meta, idxs[i], true, snapshot, 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			HeapTuple	copy;
+
+			heap_deform_tuple(tup, desc, values, nulls);
+			if (i == 0 && DatumGetInt32(values[2]) < 0)
+				continue;		/* a reservation (none under our lock) */
+			if (i == 1 && DatumGetChar(values[2]) != ROWSTATE_DELETED &&
+				DatumGetChar(values[2]) != ROWSTATE_UPDATED &&
+				DatumGetChar(values[2]) != ROWSTATE_KILLED)
+				continue;		/* a row lock */
+			values[0] = ObjectIdGetDatum(to);
+			copy = heap_form_tuple(desc, values, nulls);
+			insert_with_index(meta, idxs[i], copy, cid, values, nulls, i == 0);
+			heap_freetuple(copy);
+		}
+		systable_endscan(scan);
+		UnregisterSnapshot(snapshot);
+		table_close(meta, RowExclusiveLock);
+	}
+	CommandCounterIncrement();
+}
+
 /* Delete every metadata row of a relfilenode (TRUNCATE, DROP) */
 void
 ColfileDeleteAllMetadata(Oid relfilenode)
@@ -476,6 +535,11 @@ ColfileDeleteAllMetadata(Oid relfilenode)
 	Oid			idxs[2];
 	int			i;
 
+	/*
+	 * See what this command wrote too: ON COMMIT DELETE ROWS truncates
+	 * after the pre-commit flush of buffered inserts wrote its group.
+	 */
+	CommandCounterIncrement();
 	ColfileMetaRelIds(&ids);
 	tabs[0] = ids.rowgroup;
 	idxs[0] = ids.rowgroup_idx;

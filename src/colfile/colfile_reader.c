@@ -438,10 +438,55 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 static ColfileGroupCache *fetch_cache = NULL;
 static Oid	fetch_cache_relfilenode = InvalidOid;
 
+/*
+ * The rewriter of the relation last checked by ColfileCheckRewrite, kept
+ * until transaction end (it changes only from set to unset, by a VACUUM
+ * that found it older than every snapshot)
+ */
+static RelFileNode rewrite_cache_node;
+static TransactionId rewrite_cache_xid;
+static bool rewrite_cache_valid = false;
+
+/*
+ * VACUUM FULL and CLUSTER write every row again as the rewriting
+ * transaction's (row visibility is per row group, whose tuple that
+ * transaction inserts), so an MVCC snapshot taken before it committed
+ * would find the table empty, where heap keeps each tuple's xmin and
+ * answers.  Such a snapshot gets an error instead of a wrong answer.
+ */
+void
+ColfileCheckRewrite(Relation rel, Snapshot snapshot)
+{
+	TransactionId xid;
+
+	if (snapshot == NULL || snapshot->snapshot_type != SNAPSHOT_MVCC)
+		return;
+	if (!rewrite_cache_valid || !RelFileNodeEquals(rewrite_cache_node, rel->rd_node))
+	{
+		rewrite_cache_xid = ColfileRewriteXid(rel);
+		rewrite_cache_node = rel->rd_node;
+		rewrite_cache_valid = true;
+	}
+	xid = rewrite_cache_xid;
+	if (!TransactionIdIsNormal(xid) || TransactionIdIsCurrentTransactionId(xid) ||
+		!XidInMVCCSnapshot(xid, snapshot))
+		return;
+	/* the mark an aborted SET TABLESPACE left on the file it kept */
+	if (!TransactionIdDidCommit(xid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not read colfile table \"%s\": it was rewritten after this transaction's snapshot was taken",
+					RelationGetRelationName(rel)),
+			 errdetail("VACUUM FULL or CLUSTER wrote its rows again; this snapshot cannot tell which of them it would see."),
+			 errhint("Retry the transaction.")));
+}
+
 /* Transaction end: drop the fetch cache */
 void
 ColfileReaderXactEnd(void)
 {
+	rewrite_cache_valid = false;
 	if (fetch_cache)
 		ColfileFreeGroup(fetch_cache);
 	fetch_cache = NULL;
@@ -458,6 +503,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 				old;
 	bool		found = false;
 
+	ColfileCheckRewrite(rel, snapshot);
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	/* called per row (UPDATE, triggers, EvalPlanQual): nothing may leak */

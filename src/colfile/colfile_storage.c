@@ -60,10 +60,20 @@ int64_desc_cmp(const void *a, const void *b)
 
 #define MetaOf(page) ((ColfileMetaPage *) PageGetContents(page))
 
+/*
+ * The metapage's special space holds the id of the transaction that wrote
+ * the relation's rows again (VACUUM FULL, CLUSTER), if any: see
+ * ColfileCheckRewrite.  Metapages made before it have no special space.
+ */
+#define META_SPECIAL MAXALIGN(sizeof(TransactionId))
+#define MetaRewriteXid(page) \
+	(PageGetSpecialSize(page) >= sizeof(TransactionId) ? \
+	 (TransactionId *) PageGetSpecialPointer(page) : NULL)
+
 /* Most free extents the metapage lists; the largest are kept */
 #define MAX_FREE_EXTENTS 384
 StaticAssertDecl(offsetof(ColfileMetaPage, free) + MAX_FREE_EXTENTS * sizeof(ColfileExtent) <=
-				 BLCKSZ - MAXALIGN(SizeOfPageHeaderData),
+				 BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - META_SPECIAL,
 				 "colfile free-extent list must fit the metapage");
 
 /*
@@ -98,7 +108,7 @@ lock_metapage(Relation rel, int mode)
 			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 			state = GenericXLogStart(rel);
 			page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-			PageInit(page, BLCKSZ, 0);
+			PageInit(page, BLCKSZ, META_SPECIAL);
 			MetaOf(page)->magic = COLFILE_MAGIC;
 			MetaOf(page)->version = COLFILE_VERSION;
 			MetaOf(page)->next_tid_block = 0;
@@ -398,6 +408,68 @@ ColfileSetMark(Relation rel, TransactionId oldest_xmin)
 	page = GenericXLogRegisterBuffer(state, buf, 0);
 	MetaOf(page)->mark_tid_block = MetaOf(page)->next_tid_block;
 	MetaOf(page)->mark_xid = XidFromFullTransactionId(ReadNextFullTransactionId());
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * The transaction that wrote the relation's rows again (VACUUM FULL,
+ * CLUSTER); InvalidTransactionId when none, or when VACUUM found it older
+ * than every snapshot.
+ */
+TransactionId
+ColfileRewriteXid(Relation rel)
+{
+	Buffer		buf;
+	TransactionId *p;
+	TransactionId xid = InvalidTransactionId;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return InvalidTransactionId;
+	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
+	p = MetaRewriteXid(BufferGetPage(buf));
+	if (p != NULL)
+		xid = *p;
+	UnlockReleaseBuffer(buf);
+	return xid;
+}
+
+/*
+ * Record xid as the rewriter (creating the metapage of an empty relation),
+ * or, with InvalidTransactionId, forget it once it is older than
+ * oldest_xmin.
+ */
+void
+ColfileSetRewriteXid(Relation rel, TransactionId xid, TransactionId oldest_xmin)
+{
+	Buffer		buf;
+	GenericXLogState *state;
+	Page		page;
+	TransactionId *p;
+
+	if (!TransactionIdIsValid(xid) && RelationGetNumberOfBlocks(rel) == 0)
+		return;
+	buf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
+	p = MetaRewriteXid(BufferGetPage(buf));
+	if (p == NULL ? !TransactionIdIsValid(xid) :
+		(*p == xid ||
+		 (!TransactionIdIsValid(xid) && !TransactionIdPrecedes(*p, oldest_xmin))))
+	{
+		UnlockReleaseBuffer(buf);
+		return;
+	}
+	state = GenericXLogStart(rel);
+	page = GenericXLogRegisterBuffer(state, buf, p == NULL ? GENERIC_XLOG_FULL_IMAGE : 0);
+	if (p == NULL)
+	{
+		/* a metapage made before the special space: make room (the
+		 * free-extent list never reaches it) */
+		PageHeader	ph = (PageHeader) page;
+
+		Assert(ph->pd_lower <= BLCKSZ - META_SPECIAL);
+		ph->pd_special = ph->pd_upper = BLCKSZ - META_SPECIAL;
+	}
+	*MetaRewriteXid(page) = xid;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 }

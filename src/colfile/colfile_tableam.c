@@ -20,6 +20,7 @@
 #include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/storage.h"
+#include "catalog/storage_xlog.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "miscadmin.h"
@@ -358,6 +359,7 @@ colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 {
 	ColfileScanDesc s = palloc0(sizeof(ColfileScanDescData));
 
+	ColfileCheckRewrite(rel, snapshot);
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	s->base.rs_rd = rel;
 	s->base.rs_snapshot = snapshot;
@@ -645,6 +647,7 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	*call_again = false;
 	if (all_dead)
 		*all_dead = false;
+	ColfileCheckRewrite(rel, snapshot);
 	MemoryContextReset(f->tmp);
 	old = MemoryContextSwitchTo(f->tmp);
 	visible = ColfileRowVisible(rel, tid, snapshot, &rg);
@@ -869,15 +872,39 @@ colfile_relation_nontransactional_truncate(Relation rel)
 	RelationTruncate(rel, 0);
 }
 
+/*
+ * ALTER TABLE ... SET TABLESPACE: copy the file byte for byte, as heap
+ * does, and the metadata under the new file number (ColfileCopyMetadata).
+ * The metapage names this transaction as the rewriter first, so that the
+ * copy tells older snapshots it cannot answer them (ColfileCheckRewrite);
+ * on the old file that mark is ignored once this transaction aborted.
+ */
 static void
 colfile_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot move colfile table \"%s\" to another tablespace",
-					RelationGetRelationName(rel)),
-			 errdetail("ALTER TABLE ... SET TABLESPACE is not implemented for colfile tables."),
-			 errhint("Create a new colfile table in the target tablespace and copy the rows.")));
+	SMgrRelation dstrel;
+
+	ColfileFlushRel(rel);
+	ColfileSetRewriteXid(rel, GetCurrentTransactionId(), InvalidTransactionId);
+	FlushRelationBuffers(rel);
+	dstrel = smgropen(*newrnode, rel->rd_backend);
+	RelationCreateStorage(*newrnode, rel->rd_rel->relpersistence, true);
+	RelationCopyStorage(RelationGetSmgr(rel), dstrel, MAIN_FORKNUM,
+						rel->rd_rel->relpersistence);
+	for (ForkNumber fork = MAIN_FORKNUM + 1; fork <= MAX_FORKNUM; fork++)
+	{
+		if (!smgrexists(RelationGetSmgr(rel), fork))
+			continue;
+		smgrcreate(dstrel, fork, false);
+		if (RelationIsPermanent(rel))
+			log_smgrcreate(newrnode, fork);
+		RelationCopyStorage(RelationGetSmgr(rel), dstrel, fork,
+							rel->rd_rel->relpersistence);
+	}
+	ColfileCopyMetadata(rel->rd_node.relNode, newrnode->relNode);
+	ColfileDeleteAllMetadata(rel->rd_node.relNode);
+	RelationDropStorage(rel);
+	smgrclose(dstrel);
 }
 
 static bool

@@ -159,6 +159,7 @@ FROM (SELECT (id - 1) / 291 AS b, count(*) AS n FROM s GROUP BY 1) x;
 DROP TABLE ts;
 -- refusals (temporary tables: colfile_temp)
 CREATE UNLOGGED TABLE ut (a int) USING colfile;
+-- (CREATE INDEX CONCURRENTLY works: colfile_maint, spec colfile_cic)
 CREATE INDEX CONCURRENTLY parent_amount ON parent (amount);
 DROP INDEX IF EXISTS parent_amount;
 SELECT * FROM mvinc.colfile_stats('pg_class');

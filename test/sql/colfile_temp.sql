@@ -99,3 +99,18 @@ END $$;
 SELECT count(*) FROM mvinc.colfile_rowgroup WHERE relfilenode = :gone_node;
 -- unlogged tables stay refused
 CREATE UNLOGGED TABLE ut (a int) USING colfile;
+-- ON COMMIT DELETE ROWS: the commit's flush of buffered inserts writes a
+-- row group that the on-commit truncation must delete too (it was left
+-- behind, naming pages the truncation removed: "could not read block")
+CREATE TEMP TABLE tocd (f1 int, f2 text) USING colfile ON COMMIT DELETE ROWS;
+INSERT INTO tocd VALUES (1, 'foo'), (2, 'bar');
+SELECT * FROM tocd;
+BEGIN;
+INSERT INTO tocd VALUES (3, 'kept until commit');
+SELECT * FROM tocd;
+COMMIT;
+SELECT * FROM tocd;
+CREATE INDEX CONCURRENTLY tocd_f1 ON tocd (f1);
+SELECT row_groups, live_rows FROM mvinc.colfile_stats('tocd');
+SELECT * FROM mvinc.colfile_check('tocd');
+DROP TABLE tocd;

@@ -1,7 +1,8 @@
 # Crash rounds under load (issue 19): writers insert, update (the key of
 # the view, a flag in its WHERE, the TOASTed body, or leave the body
 # unchanged) and delete rows of "docs", a source of default replica
-# identity whose body is stored out of line, and of "acc", roll back whole
+# identity whose body is stored out of line, of "acc", and of "cacc" (a
+# colfile table: its changes are row messages), roll back whole
 # transactions and subtransactions; readers read the views and
 # mvinc.views; a refresher refreshes and compacts the views.  Each round
 # ends with one of: an immediate stop, kill -9 of the capture worker,
@@ -38,6 +39,12 @@ CREATE MATERIALIZED VIEW acc_agg WITH (mvinc.incremental = true) AS
   SELECT g, count(*) AS n, sum(v) AS s, avg(v) AS a FROM acc GROUP BY g;
 CREATE MATERIALIZED VIEW acc_p WITH (mvinc.incremental = true) AS
   SELECT id, v FROM acc WHERE v % 2 = 0;
+CREATE TABLE cacc (id int PRIMARY KEY, g int NOT NULL, v int NOT NULL) USING colfile;
+INSERT INTO cacc SELECT i, i % 7, i FROM generate_series(1, 500) i;
+CREATE MATERIALIZED VIEW cacc_agg WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n, sum(v) AS s FROM cacc GROUP BY g;
+CREATE MATERIALIZED VIEW cacc_p WITH (mvinc.incremental = true) AS
+  SELECT id, v FROM cacc WHERE v % 3 = 0;
 CREATE FUNCTION view_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   q text := rtrim(pg_get_viewdef(v), ';');
@@ -65,12 +72,15 @@ UPDATE docs SET body = repeat('c', 2200) || :k WHERE id = :id + 2;
 DELETE FROM docs WHERE id = :id + 3;
 \endif
 INSERT INTO acc VALUES (:id, :k % 7, :k) ON CONFLICT (id) DO UPDATE SET v = acc.v + 1, g = EXCLUDED.g;
+INSERT INTO cacc VALUES (:id, :k % 7, :k) ON CONFLICT (id) DO UPDATE SET v = cacc.v + 1, g = EXCLUDED.g;
 \if :r <= 2
 DELETE FROM acc WHERE id = :id + 5;
+DELETE FROM cacc WHERE id = :id + 5;
 \endif
 SAVEPOINT s;
 UPDATE docs SET k = -1 WHERE id = :id + 4;
 UPDATE acc SET v = -1 WHERE id = :id + 6;
+UPDATE cacc SET v = -1 WHERE id = :id + 6;
 ROLLBACK TO s;
 \if :r = 10
 ROLLBACK;
@@ -88,6 +98,8 @@ SELECT mode FROM mvinc.refresh('docs_v');
 SELECT mode FROM mvinc.refresh('acc_agg');
 SELECT mvinc.compact('acc_agg');
 SELECT mode FROM mvinc.refresh('acc_p');
+SELECT mode FROM mvinc.refresh('cacc_agg');
+SELECT mode FROM mvinc.refresh('cacc_p');
 });
 
 # pgbench in the background; its clients die with the server
@@ -119,7 +131,7 @@ sub find_pid
 }
 
 my @kinds = ('immediate stop', 'kill -9 of the capture worker', 'kill -9 of a refreshing backend');
-my @views = ('docs_v', 'acc_agg', 'acc_p');
+my @views = ('docs_v', 'acc_agg', 'acc_p', 'cacc_agg', 'cacc_p');
 for my $round (1 .. $rounds)
 {
 	my $kind = $kinds[ ($round - 1) % 3 ];
@@ -164,5 +176,7 @@ unlike($log, qr/TRAP:|terminated by signal 6/, 'no assertion failed');
 unlike($log, qr/a write in a transaction hidden/, 'the capture worker never wrote while hidden from snapshots');
 ok($node->safe_psql('postgres', "SELECT count(*) FROM docs WHERE body LIKE 'c%'") > 0,
 	'the load committed body updates');
+ok($node->safe_psql('postgres', "SELECT count(*) FROM cacc WHERE id > 500") > 0,
+	'the load committed inserts into the colfile source');
 $node->stop;
 done_testing();
