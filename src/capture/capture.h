@@ -18,6 +18,7 @@
 #include "storage/lwlock.h"
 #include "replication/output_plugin.h"
 #include "executor/tuptable.h"
+#include "utils/hsearch.h"
 #include "utils/tuplestore.h"
 
 /* ---- Exported C API (docs/internals.md) ---- */
@@ -138,6 +139,10 @@ extern bool MvincRowImageValid(HeapTuple tup, TupleDesc desc);
 
 /* capture_track.c */
 extern bool MvincIsTrackedNow(Oid relid);
+extern HTAB *MvincRelFlagCacheCreate(const char *name);
+extern bool MvincRelFlagGet(HTAB *cache, Oid relid, bool *flag);
+extern void MvincRelFlagSet(HTAB *cache, Oid relid, bool flag);
+extern void MvincRelFlagForget(HTAB *cache, Oid relid);
 extern int	MvincSpiConnect(void);
 extern void MvincSpiFinish(int nestlevel);
 extern Oid	MvincTrackedRelid(void);

@@ -65,34 +65,20 @@ typedef struct PluginState
 	int32		seq;			/* order of the change within the txn */
 } PluginState;
 
-typedef struct TrackedEntry
-{
-	Oid			relid;
-	bool		tracked;
-} TrackedEntry;
-
 static HTAB *tracked_cache = NULL;
 static Oid	tracked_table_oid = InvalidOid;
-static bool callback_registered = false;
 
 /* Relcache invalidation: forget what we knew about the relation */
 static void
 tracked_cache_invalidate(Datum arg, Oid relid)
 {
-	if (tracked_cache == NULL)
-		return;
 	if (relid == InvalidOid || relid == tracked_table_oid)
 	{
-		HASH_SEQ_STATUS status;
-		TrackedEntry *e;
-
-		hash_seq_init(&status, tracked_cache);
-		while ((e = hash_seq_search(&status)) != NULL)
-			hash_search(tracked_cache, &e->relid, HASH_REMOVE, NULL);
+		MvincRelFlagForget(tracked_cache, InvalidOid);
 		tracked_table_oid = InvalidOid;
 	}
 	else
-		hash_search(tracked_cache, &relid, HASH_REMOVE, NULL);
+		MvincRelFlagForget(tracked_cache, relid);
 }
 
 /* Read mvinc.tracked under the current (historic) catalog snapshot */
@@ -128,34 +114,19 @@ static bool
 is_tracked(Relation relation)
 {
 	Oid			relid = RelationGetRelid(relation);
-	TrackedEntry *e;
-	bool		found;
+	bool		tracked;
 
 	if (tracked_cache == NULL)
 	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(TrackedEntry);
-		ctl.hcxt = TopMemoryContext;
-		tracked_cache = hash_create("mvinc tracked tables", 64, &ctl,
-									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	if (!callback_registered)
-	{
+		tracked_cache = MvincRelFlagCacheCreate("mvinc tracked tables");
 		CacheRegisterRelcacheCallback(tracked_cache_invalidate, (Datum) 0);
-		callback_registered = true;
 	}
-
-	e = hash_search(tracked_cache, &relid, HASH_FIND, NULL);
-	if (e != NULL)
-		return e->tracked;
-
+	if (MvincRelFlagGet(tracked_cache, relid, &tracked))
+		return tracked;
 	/* Look it up first: the lookup may process invalidations */
-	found = lookup_tracked(relid);
-	e = hash_search(tracked_cache, &relid, HASH_ENTER, NULL);
-	e->tracked = found;
-	return found;
+	tracked = lookup_tracked(relid);
+	MvincRelFlagSet(tracked_cache, relid, tracked);
+	return tracked;
 }
 
 /* Full transaction id of a recent xid */

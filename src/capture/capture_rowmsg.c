@@ -46,31 +46,13 @@ typedef struct RowMessageHeader
 
 #define ROW_MESSAGE_VERSION 1
 
-typedef struct WantedEntry
-{
-	Oid			relid;
-	bool		wanted;
-} WantedEntry;
-
 static HTAB *wanted_cache = NULL;
 
 /* Relcache invalidation (track, untrack, ALTER TABLE): forget the answer */
 static void
 wanted_cache_invalidate(Datum arg, Oid relid)
 {
-	HASH_SEQ_STATUS status;
-	WantedEntry *e;
-
-	if (wanted_cache == NULL)
-		return;
-	if (OidIsValid(relid))
-	{
-		hash_search(wanted_cache, &relid, HASH_REMOVE, NULL);
-		return;
-	}
-	hash_seq_init(&status, wanted_cache);
-	while ((e = hash_seq_search(&status)) != NULL)
-		hash_search(wanted_cache, &e->relid, HASH_REMOVE, NULL);
+	MvincRelFlagForget(wanted_cache, relid);
 }
 
 /*
@@ -81,30 +63,20 @@ bool
 MvincRowMessagesWanted(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
-	WantedEntry *e;
-	bool		found;
 	bool		wanted;
 
 	if (!XLogLogicalInfoActive() || !RelationNeedsWAL(rel))
 		return false;
 	if (wanted_cache == NULL)
 	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(WantedEntry);
-		ctl.hcxt = TopMemoryContext;
-		wanted_cache = hash_create("mvinc row messages", 32, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		wanted_cache = MvincRelFlagCacheCreate("mvinc row messages");
 		CacheRegisterRelcacheCallback(wanted_cache_invalidate, (Datum) 0);
 	}
-	e = hash_search(wanted_cache, &relid, HASH_FIND, &found);
-	if (found)
-		return e->wanted;
+	if (MvincRelFlagGet(wanted_cache, relid, &wanted))
+		return wanted;
 	/* the lookup may process invalidations: enter the answer after it */
 	wanted = MvincIsTrackedNow(relid);
-	e = hash_search(wanted_cache, &relid, HASH_ENTER, NULL);
-	e->wanted = wanted;
+	MvincRelFlagSet(wanted_cache, relid, wanted);
 	return wanted;
 }
 

@@ -33,6 +33,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -98,6 +99,67 @@ MvincChangeLogRelid(Oid relid)
 
 	return tracked_column(relid, Anum_tracked_changelog, NULL, &d) ?
 		DatumGetObjectId(d) : InvalidOid;
+}
+
+/*
+ * Per-backend caches of a yes/no answer per relation (is it tracked, must
+ * its writers log row messages), which their owners drop from relcache
+ * invalidation callbacks.
+ */
+typedef struct RelFlagEntry
+{
+	Oid			relid;
+	bool		flag;
+} RelFlagEntry;
+
+HTAB *
+MvincRelFlagCacheCreate(const char *name)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(RelFlagEntry);
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* The cached answer for relid, if there is one */
+bool
+MvincRelFlagGet(HTAB *cache, Oid relid, bool *flag)
+{
+	RelFlagEntry *e = hash_search(cache, &relid, HASH_FIND, NULL);
+
+	if (e == NULL)
+		return false;
+	*flag = e->flag;
+	return true;
+}
+
+void
+MvincRelFlagSet(HTAB *cache, Oid relid, bool flag)
+{
+	RelFlagEntry *e = hash_search(cache, &relid, HASH_ENTER, NULL);
+
+	e->flag = flag;
+}
+
+/* Forget relid's answer, or every answer when relid is InvalidOid */
+void
+MvincRelFlagForget(HTAB *cache, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	RelFlagEntry *e;
+
+	if (cache == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		hash_search(cache, &relid, HASH_REMOVE, NULL);
+		return;
+	}
+	hash_seq_init(&status, cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+		hash_search(cache, &e->relid, HASH_REMOVE, NULL);
 }
 
 /*

@@ -304,9 +304,9 @@ extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
 extern int64 ColfileWriteBytes(Relation rel, const char *data, int64 len);
 extern BlockNumber ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n,
 									   int64 end);
-extern TransactionId ColfileRewriteXid(Relation rel);
-extern void ColfileSetRewriteXid(Relation rel, TransactionId xid,
-								 TransactionId oldest_xmin);
+extern FullTransactionId ColfileRewriteXid(Relation rel);
+extern void ColfileSetRewriteXid(Relation rel);
+extern void ColfileSetRewriteXidInCopy(struct SMgrRelationData *dst, bool logged);
 extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n);
 extern void ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid);
 extern void ColfileSetMark(Relation rel, TransactionId oldest_xmin);

@@ -467,6 +467,19 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	return result;
 }
 
+/* The row group and row state tables, and their key indexes */
+static void
+both_metadata_tables(Oid tabs[2], Oid idxs[2])
+{
+	ColfileMetaRels ids;
+
+	ColfileMetaRelIds(&ids);
+	tabs[0] = ids.rowgroup;
+	idxs[0] = ids.rowgroup_idx;
+	tabs[1] = ids.rowstate;
+	idxs[1] = ids.rowstate_idx;
+}
+
 /*
  * Copy the metadata of relfilenode from to relfilenode to (ALTER TABLE ...
  * SET TABLESPACE, which copies the file byte for byte): the row groups
@@ -478,17 +491,12 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 void
 ColfileCopyMetadata(Oid from, Oid to)
 {
-	ColfileMetaRels ids;
 	Oid			tabs[2];
 	Oid			idxs[2];
 	CommandId	cid = GetCurrentCommandId(true);
 
 	CommandCounterIncrement();
-	ColfileMetaRelIds(&ids);
-	tabs[0] = ids.rowgroup;
-	idxs[0] = ids.rowgroup_idx;
-	tabs[1] = ids.rowstate;
-	idxs[1] = ids.rowstate_idx;
+	both_metadata_tables(tabs, idxs);
 	for (int i = 0; i < 2; i++)
 	{
 		Relation	meta = table_open(tabs[i], RowExclusiveLock);
@@ -530,7 +538,6 @@ ColfileCopyMetadata(Oid from, Oid to)
 void
 ColfileDeleteAllMetadata(Oid relfilenode)
 {
-	ColfileMetaRels ids;
 	Oid			tabs[2];
 	Oid			idxs[2];
 	int			i;
@@ -540,11 +547,7 @@ ColfileDeleteAllMetadata(Oid relfilenode)
 	 * after the pre-commit flush of buffered inserts wrote its group.
 	 */
 	CommandCounterIncrement();
-	ColfileMetaRelIds(&ids);
-	tabs[0] = ids.rowgroup;
-	idxs[0] = ids.rowgroup_idx;
-	tabs[1] = ids.rowstate;
-	idxs[1] = ids.rowstate_idx;
+	both_metadata_tables(tabs, idxs);
 	for (i = 0; i < 2; i++)
 	{
 		Relation	meta = table_open(tabs[i], RowExclusiveLock);

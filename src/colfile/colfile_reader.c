@@ -436,57 +436,87 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
  * materialized, so replacing the cache never pulls memory from under it.
  */
 static ColfileGroupCache *fetch_cache = NULL;
+static void drop_fetch_cache(void);
 static Oid	fetch_cache_relfilenode = InvalidOid;
 
 /*
- * The rewriter of the relation last checked by ColfileCheckRewrite, kept
- * until transaction end (it changes only from set to unset, by a VACUUM
- * that found it older than every snapshot)
+ * The rewriters of the relations ColfileCheckRewrite read last, until
+ * transaction end (a rewriter is set once, when its file is made, and a
+ * file number is not reused within a transaction)
  */
-static RelFileNode rewrite_cache_node;
-static TransactionId rewrite_cache_xid;
-static bool rewrite_cache_valid = false;
+#define REWRITE_CACHE_SIZE 8
+static struct
+{
+	RelFileNode node;
+	FullTransactionId xid;
+}			rewrite_cache[REWRITE_CACHE_SIZE];
+static int	rewrite_cache_used = 0;
+static int	rewrite_cache_next = 0;
+
+static FullTransactionId
+rewrite_xid_cached(Relation rel)
+{
+	int			i;
+
+	for (i = 0; i < rewrite_cache_used; i++)
+		if (RelFileNodeEquals(rewrite_cache[i].node, rel->rd_node))
+			return rewrite_cache[i].xid;
+	i = rewrite_cache_next;
+	rewrite_cache_next = (rewrite_cache_next + 1) % REWRITE_CACHE_SIZE;
+	if (rewrite_cache_used < REWRITE_CACHE_SIZE)
+		rewrite_cache_used++;
+	rewrite_cache[i].node = rel->rd_node;
+	rewrite_cache[i].xid = ColfileRewriteXid(rel);
+	return rewrite_cache[i].xid;
+}
 
 /*
- * VACUUM FULL and CLUSTER write every row again as the rewriting
- * transaction's (row visibility is per row group, whose tuple that
- * transaction inserts), so an MVCC snapshot taken before it committed
- * would find the table empty, where heap keeps each tuple's xmin and
- * answers.  Such a snapshot gets an error instead of a wrong answer.
+ * VACUUM FULL, CLUSTER and SET TABLESPACE record every row again as the
+ * rewriting transaction's (row visibility is per row group, whose tuple
+ * that transaction inserts), so an MVCC snapshot taken before it
+ * committed would find the table empty, where heap keeps each tuple's
+ * xmin and answers.  Such a snapshot gets an error instead of a wrong
+ * answer.  The rewriter is kept as a full id, so an old one stays old.
  */
 void
 ColfileCheckRewrite(Relation rel, Snapshot snapshot)
 {
+	FullTransactionId fxid;
 	TransactionId xid;
 
 	if (snapshot == NULL || snapshot->snapshot_type != SNAPSHOT_MVCC)
 		return;
-	if (!rewrite_cache_valid || !RelFileNodeEquals(rewrite_cache_node, rel->rd_node))
-	{
-		rewrite_cache_xid = ColfileRewriteXid(rel);
-		rewrite_cache_node = rel->rd_node;
-		rewrite_cache_valid = true;
-	}
-	xid = rewrite_cache_xid;
-	if (!TransactionIdIsNormal(xid) || TransactionIdIsCurrentTransactionId(xid) ||
-		!XidInMVCCSnapshot(xid, snapshot))
+	fxid = rewrite_xid_cached(rel);
+	if (!FullTransactionIdIsNormal(fxid))
 		return;
-	/* the mark an aborted SET TABLESPACE left on the file it kept */
-	if (!TransactionIdDidCommit(xid))
+	/* over 2^31 ids ago: before any snapshot (a 32-bit test would wrap) */
+	if (U64FromFullTransactionId(ReadNextFullTransactionId()) -
+		U64FromFullTransactionId(fxid) >= (uint64) 1 << 31)
+		return;
+	xid = XidFromFullTransactionId(fxid);
+	if (TransactionIdIsCurrentTransactionId(xid) || !XidInMVCCSnapshot(xid, snapshot))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not read colfile table \"%s\": it was rewritten after this transaction's snapshot was taken",
 					RelationGetRelationName(rel)),
-			 errdetail("VACUUM FULL or CLUSTER wrote its rows again; this snapshot cannot tell which of them it would see."),
+			 errdetail("VACUUM FULL, CLUSTER or ALTER TABLE ... SET TABLESPACE recorded its rows again; this snapshot cannot tell which of them it would see."),
 			 errhint("Retry the transaction.")));
 }
 
-/* Transaction end: drop the fetch cache */
+/* Transaction end: drop the caches */
 void
 ColfileReaderXactEnd(void)
 {
-	rewrite_cache_valid = false;
+	rewrite_cache_used = 0;
+	rewrite_cache_next = 0;
+	drop_fetch_cache();
+}
+
+/* Drop the fetch cache */
+static void
+drop_fetch_cache(void)
+{
 	if (fetch_cache)
 		ColfileFreeGroup(fetch_cache);
 	fetch_cache = NULL;
@@ -518,7 +548,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 			fetch_cache->rg.seq != rg.seq ||
 			fetch_cache->natts != RelationGetDescr(rel)->natts)
 		{
-			ColfileReaderXactEnd();
+			drop_fetch_cache();
 			fetch_cache = ColfileLoadGroup(rel, &rg, TopMemoryContext);
 			fetch_cache->by_block = true;
 			fetch_cache_relfilenode = rel->rd_node.relNode;

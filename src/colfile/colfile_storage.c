@@ -28,9 +28,12 @@
 
 #include "access/generic_xlog.h"
 #include "access/transam.h"
+#include "access/xact.h"
+#include "access/xloginsert.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
+#include "storage/smgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -65,10 +68,10 @@ int64_desc_cmp(const void *a, const void *b)
  * the relation's rows again (VACUUM FULL, CLUSTER), if any: see
  * ColfileCheckRewrite.  Metapages made before it have no special space.
  */
-#define META_SPECIAL MAXALIGN(sizeof(TransactionId))
+#define META_SPECIAL MAXALIGN(sizeof(FullTransactionId))
 #define MetaRewriteXid(page) \
-	(PageGetSpecialSize(page) >= sizeof(TransactionId) ? \
-	 (TransactionId *) PageGetSpecialPointer(page) : NULL)
+	(PageGetSpecialSize(page) >= sizeof(FullTransactionId) ? \
+	 (FullTransactionId *) PageGetSpecialPointer(page) : NULL)
 
 /* Most free extents the metapage lists; the largest are kept */
 #define MAX_FREE_EXTENTS 384
@@ -414,18 +417,18 @@ ColfileSetMark(Relation rel, TransactionId oldest_xmin)
 
 /*
  * The transaction that wrote the relation's rows again (VACUUM FULL,
- * CLUSTER); InvalidTransactionId when none, or when VACUUM found it older
- * than every snapshot.
+ * CLUSTER, SET TABLESPACE), invalid when none.  Kept as a full id: it is
+ * never cleared (a standby's snapshots may predate it however old it is).
  */
-TransactionId
+FullTransactionId
 ColfileRewriteXid(Relation rel)
 {
 	Buffer		buf;
-	TransactionId *p;
-	TransactionId xid = InvalidTransactionId;
+	FullTransactionId *p;
+	FullTransactionId xid = InvalidFullTransactionId;
 
 	if (RelationGetNumberOfBlocks(rel) == 0)
-		return InvalidTransactionId;
+		return InvalidFullTransactionId;
 	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
 	p = MetaRewriteXid(BufferGetPage(buf));
 	if (p != NULL)
@@ -434,44 +437,54 @@ ColfileRewriteXid(Relation rel)
 	return xid;
 }
 
-/*
- * Record xid as the rewriter (creating the metapage of an empty relation),
- * or, with InvalidTransactionId, forget it once it is older than
- * oldest_xmin.
- */
-void
-ColfileSetRewriteXid(Relation rel, TransactionId xid, TransactionId oldest_xmin)
+/* Put the rewriter into a metapage, making room on one made before that */
+static void
+page_set_rewrite_xid(Page page, FullTransactionId xid)
 {
-	Buffer		buf;
-	GenericXLogState *state;
-	Page		page;
-	TransactionId *p;
-
-	if (!TransactionIdIsValid(xid) && RelationGetNumberOfBlocks(rel) == 0)
-		return;
-	buf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
-	p = MetaRewriteXid(BufferGetPage(buf));
-	if (p == NULL ? !TransactionIdIsValid(xid) :
-		(*p == xid ||
-		 (!TransactionIdIsValid(xid) && !TransactionIdPrecedes(*p, oldest_xmin))))
+	if (MetaRewriteXid(page) == NULL)
 	{
-		UnlockReleaseBuffer(buf);
-		return;
-	}
-	state = GenericXLogStart(rel);
-	page = GenericXLogRegisterBuffer(state, buf, p == NULL ? GENERIC_XLOG_FULL_IMAGE : 0);
-	if (p == NULL)
-	{
-		/* a metapage made before the special space: make room (the
-		 * free-extent list never reaches it) */
 		PageHeader	ph = (PageHeader) page;
 
+		/* the free-extent list never reaches the special space */
 		Assert(ph->pd_lower <= BLCKSZ - META_SPECIAL);
 		ph->pd_special = ph->pd_upper = BLCKSZ - META_SPECIAL;
 	}
 	*MetaRewriteXid(page) = xid;
+}
+
+/* Record the current transaction as the rewriter of a new relation */
+void
+ColfileSetRewriteXid(Relation rel)
+{
+	Buffer		buf = lock_metapage(rel, BUFFER_LOCK_EXCLUSIVE);
+	GenericXLogState *state = GenericXLogStart(rel);
+	Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+
+	page_set_rewrite_xid(page, GetTopFullTransactionId());
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * The same for a copy of a relation's file not yet open as a relation
+ * (SET TABLESPACE): patch its metapage in place, logged as a full page
+ * and synced like the copy (RelationCopyStorage) it follows.
+ */
+void
+ColfileSetRewriteXidInCopy(SMgrRelation dst, bool logged)
+{
+	PGAlignedBlock buf;
+	Page		page = (Page) buf.data;
+
+	if (smgrnblocks(dst, MAIN_FORKNUM) == 0)
+		return;					/* no rows to hide */
+	smgrread(dst, MAIN_FORKNUM, 0, buf.data);
+	page_set_rewrite_xid(page, GetTopFullTransactionId());
+	if (logged)
+		log_newpage(&dst->smgr_rnode.node, MAIN_FORKNUM, 0, page, true);
+	PageSetChecksumInplace(page, 0);
+	smgrwrite(dst, MAIN_FORKNUM, 0, buf.data, true);
+	smgrimmedsync(dst, MAIN_FORKNUM);
 }
 
 /* A palloc'd copy of the listed free extents (by offset) */

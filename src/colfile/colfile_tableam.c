@@ -321,6 +321,7 @@ load_groups(ColfileScanDesc s)
 		snap = RegisterSnapshot(GetTransactionSnapshot());
 		s->base.rs_snapshot = snap;
 		s->own_snapshot = true;
+		ColfileCheckRewrite(rel, snap);	/* ANALYZE's scans come here */
 	}
 	l = ColfileListRowGroups(rel->rd_node.relNode, snap);
 	s->ngroups = list_length(l);
@@ -874,10 +875,10 @@ colfile_relation_nontransactional_truncate(Relation rel)
 
 /*
  * ALTER TABLE ... SET TABLESPACE: copy the file byte for byte, as heap
- * does, and the metadata under the new file number (ColfileCopyMetadata).
- * The metapage names this transaction as the rewriter first, so that the
- * copy tells older snapshots it cannot answer them (ColfileCheckRewrite);
- * on the old file that mark is ignored once this transaction aborted.
+ * does, and the metadata under the new file number (ColfileCopyMetadata;
+ * metadata a reused file number left behind is deleted first).  The
+ * copy's metapage names this transaction as the rewriter, so that it
+ * tells older snapshots it cannot answer them (ColfileCheckRewrite).
  */
 static void
 colfile_relation_copy_data(Relation rel, const RelFileNode *newrnode)
@@ -885,7 +886,6 @@ colfile_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 	SMgrRelation dstrel;
 
 	ColfileFlushRel(rel);
-	ColfileSetRewriteXid(rel, GetCurrentTransactionId(), InvalidTransactionId);
 	FlushRelationBuffers(rel);
 	dstrel = smgropen(*newrnode, rel->rd_backend);
 	RelationCreateStorage(*newrnode, rel->rd_rel->relpersistence, true);
@@ -901,6 +901,8 @@ colfile_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 		RelationCopyStorage(RelationGetSmgr(rel), dstrel, fork,
 							rel->rd_rel->relpersistence);
 	}
+	ColfileSetRewriteXidInCopy(dstrel, RelationIsPermanent(rel));
+	ColfileDeleteAllMetadata(newrnode->relNode);
 	ColfileCopyMetadata(rel->rd_node.relNode, newrnode->relNode);
 	ColfileDeleteAllMetadata(rel->rd_node.relNode);
 	RelationDropStorage(rel);

@@ -753,8 +753,6 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 	vs.groups = live_groups(relfilenode, &vs.ngroups);
 	vs.aborted = aborted_groups(relfilenode, &vs.naborted);
 	vs.limit = ColfileMarkLimit(rel, oldest_xmin);
-	/* a rewrite no snapshot predates needs no check (nor an xid to age) */
-	ColfileSetRewriteXid(rel, InvalidTransactionId, oldest_xmin);
 
 	/* index cleanup */
 	vac_open_indexes(rel, RowExclusiveLock, &nindexes, &indrels);
@@ -897,7 +895,7 @@ colfile_copy_for_cluster(Relation OldTable, Relation NewTable,
 	}
 	ColfileFlushRel(NewTable);
 	/* older snapshots cannot read the copy (ColfileCheckRewrite) */
-	ColfileSetRewriteXid(NewTable, GetCurrentTransactionId(), InvalidTransactionId);
+	ColfileSetRewriteXid(NewTable);
 	ExecDropSingleTupleTableSlot(slot);
 	ExecDropSingleTupleTableSlot(newslot);
 	UnregisterSnapshot(snap);
