@@ -79,6 +79,12 @@ CREATE FUNCTION mvinc._read_branch(view oid) RETURNS text
 CREATE FUNCTION mvinc._delta_states(view oid) RETURNS SETOF record
     LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
     AS 'MODULE_PATHNAME', 'mvinc_delta_states';
+-- The groups that updates and deletes past the checkpoint touched, as the
+-- statement sees them now (state rows; a count of 0 for a group gone):
+-- they replace the stored ones in a hybrid read.
+CREATE FUNCTION mvinc._delta_replaced(view oid) RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED ROWS 10
+    AS 'MODULE_PATHNAME', 'mvinc_delta_replaced';
 
 -- Fold the state rows that append refreshes added beside the storage of
 -- an aggregate view into its one row per group; returns the rows folded.

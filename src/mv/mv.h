@@ -201,6 +201,10 @@ extern bool MvHasOwnChanges(void);
 extern char *MvDeltaStatesSql(MvDef *def, const char *from, const char *cond);
 extern char *MvColumnListSql(MvDef *def, int role, const char *prefix);
 extern char *MvKeyEqSql(MvDef *def, const char *lalias, bool lexprs, const char *ralias);
+extern char *MvGroupExprsSql(MvDef *def, const char *alias, bool as_names);
+extern char *MvWhereSql(MvDef *def, const char *alias);
+extern char *MvRetractStatesSql(MvDef *def, const char *base, const char *delta,
+								const char *ralias, char **refused);
 extern void MvMergeIntoStorage(MvDef *def, Oid storage_oid, const char *select_sql);
 extern char *MvSourceName(Oid relid);
 
@@ -210,7 +214,8 @@ extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 /* mv_append.c */
 extern double mvinc_compact_fraction;
 extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals);
-extern char *MvMergedSql(MvDef *def, Oid storage_oid, const char *appended, bool finals);
+extern char *MvMergedSql(MvDef *def, const char *storage, const char *appended, bool finals);
+extern char *MvStateRowsSql(MvDef *def, bool finals, const char *from);
 extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);
@@ -249,7 +254,8 @@ typedef enum MvDeltaKind
 {
 	MV_DELTA_NONE,				/* nothing the reader sees */
 	MV_DELTA_INSERTS,			/* only inserts */
-	MV_DELTA_OTHER				/* updates, deletes or truncations too */
+	MV_DELTA_CHANGES,			/* updates or deletes too, with whole old rows */
+	MV_DELTA_OTHER				/* truncations or key-only old rows too */
 } MvDeltaKind;
 extern MvDeltaKind MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 								  const char *old_snap, Snapshot latest, bool want_kind);
@@ -296,10 +302,12 @@ extern void MvReleaseStats(Oid viewid);
 typedef struct MvDeltaRows
 {
 	TupleDesc	desc;
-	List	   *tuples;			/* HeapTuple */
+	List	   *tuples;			/* HeapTuple: inserts' states, merged */
+	List	   *replaced;		/* HeapTuple: groups as they now are */
 } MvDeltaRows;
 extern bool MvHybridCapable(MvDef *def);
-extern MvDeltaRows *MvComputeDeltaRows(Oid viewid);
+extern bool MvHybridCanReplace(MvDef *def);
+extern MvDeltaRows *MvComputeDeltaRows(Oid viewid, bool changes);
 extern MvDeltaRows *MvMemoDeltaRows(Oid viewid, Snapshot snap);
 extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap);
 extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);

@@ -167,6 +167,16 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 }
 
 /*
+ * The rows of groups whose states are complete in FROM item from (alias a,
+ * storage columns): as merged rows, which replace the stored ones.
+ */
+char *
+MvStateRowsSql(MvDef *def, bool finals, const char *from)
+{
+	return merged_arm(def, finals, false, from);
+}
+
+/*
  * SELECT of the view's rows, one per group, as state rows (or, with
  * finals, keys, count and stored results): the storage t merged with the
  * append table's rows.  Groups of the storage left-join their appended
@@ -177,18 +187,18 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 char *
 MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals)
 {
-	return MvMergedSql(def, storage_oid, mvinc_table(append_oid), finals);
+	return MvMergedSql(def, mvinc_table(storage_oid), mvinc_table(append_oid), finals);
 }
 
 /*
- * The same over any FROM item of state rows in the storage's columns
- * (appended): the append table, or it and the states of a reader's
- * visible delta (the hybrid read).
+ * The same over any FROM items of storage rows (storage) and of state
+ * rows in the storage's columns (appended): the append table, or it and
+ * the states of a reader's visible delta (the hybrid read, whose storage
+ * leaves out the groups the delta replaces).
  */
 char *
-MvMergedSql(MvDef *def, Oid storage_oid, const char *appended, bool finals)
+MvMergedSql(MvDef *def, const char *storage, const char *appended, bool finals)
 {
-	char	   *storage = mvinc_table(storage_oid);
 	char	   *match;
 	char	   *grouped = append_grouped_sql(def, appended, NULL);
 	char	   *unmatched;

@@ -36,10 +36,12 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
+#include "utils/queryenvironment.h"
 
 #include "mv/mv.h"
 
 PG_FUNCTION_INFO_V1(mvinc_delta_states);
+PG_FUNCTION_INFO_V1(mvinc_delta_replaced);
 
 /*
  * Can reads of the view take the hybrid path?  An aggregate view (with
@@ -53,11 +55,206 @@ MvHybridCapable(MvDef *def)
 }
 
 /*
- * The state rows of the visible inserts past the checkpoint, copied into
- * the current memory context.
+ * Can reads of the view take the hybrid path when the delta has updates
+ * or deletes?  With GROUP BY, the groups they touch are replaced (by
+ * retraction, or from the source); without, the one row is, and only
+ * retraction makes that cheaper than the query.
+ */
+bool
+MvHybridCanReplace(MvDef *def)
+{
+	return MvHybridCapable(def) && (def->has_group_by || def->retractable);
+}
+
+/* Name under which the delta's change-log rows reach the replacing query */
+#define DELTA_ENR "mvinc_hybrid_delta"
+
+/* SELECT of the state rows of the delta's inserts alone (alias s) */
+static char *
+inserts_sql(MvDef *def, const char *changelog, const char *cond)
+{
+	return MvDeltaStatesSql(def, psprintf("%s s", changelog),
+							psprintf("%s AND s._mvinc_op = 'i'", cond));
+}
+
+/*
+ * SELECT of the state rows of a delta with updates or deletes, from its
+ * change-log rows (the ephemeral relation DELTA_ENR, rows that pass the
+ * view's WHERE), each tagged in a first column _mvinc_part: 'i' for the
+ * inserts' states of groups that nothing else touched (merged on read),
+ * 'r' for the groups that an update or delete touched, as they are after
+ * the delta (replacing what storage and append table hold for them; a
+ * count of 0 when the group is gone).  Their states come from the stored
+ * ones (storage merged with the append table, alias base) with the delta
+ * applied (agg_apply: old images retract, new ones add); where a
+ * retraction is refused (a min or max lost), or no aggregate retracts,
+ * from the source.  Read in the statement's snapshot, as the storage.
+ */
+static char *
+replacing_sql(MvDef *def, const char *base)
+{
+	const char *source = psprintf("ONLY %s s", MvSourceName(def->sourceid));
+	StringInfoData sql;
+	StringInfoData marker;
+	ListCell   *lc;
+	char	   *refused;
+	char	   *applied;
+
+	initStringInfo(&sql);
+	if (!def->has_group_by)
+	{
+		/* one row: every change applies to it (MvHybridCanReplace: retractable) */
+		applied = MvRetractStatesSql(def, base, DELTA_ENR " d", "a", &refused);
+		appendStringInfo(&sql, "WITH a AS MATERIALIZED (%s) "
+						 "SELECT 'r'::pg_catalog.\"char\", %s FROM a WHERE NOT (%s) "
+						 "UNION ALL SELECT 'r', x.* FROM (%s) x WHERE EXISTS (SELECT FROM a WHERE %s)",
+						 applied, MvColumnListSql(def, -1, "a."), refused,
+						 MvDeltaStatesSql(def, source, NULL), refused);
+		return sql.data;
+	}
+
+	/* u: the group keys an update or delete touched */
+	appendStringInfo(&sql, "WITH u AS MATERIALIZED (SELECT DISTINCT %s FROM " DELTA_ENR " s "
+					 "WHERE s._mvinc_op <> 'i'), ",
+					 MvGroupExprsSql(def, "s", true));
+	if (def->retractable)
+		applied = MvRetractStatesSql(def, base,
+									 psprintf("(SELECT * FROM " DELTA_ENR " d WHERE EXISTS "
+											  "(SELECT FROM u WHERE %s)) d",
+											  MvKeyEqSql(def, "d", true, "u")),
+									 "a", &refused);
+	else
+	{
+		/* nothing retracts: each touched group from the source */
+		initStringInfo(&marker);
+		foreach(lc, def->columns)
+		{
+			MvColumn   *col = lfirst(lc);
+
+			if (col->role == MV_COL_GROUP)
+				appendStringInfo(&marker, "u.%s, ", quote_identifier(col->physname));
+			else if (col->role == MV_COL_AGG)
+				appendStringInfo(&marker, "NULL::%s AS %s, ", MvStorageColumnType(col),
+								 quote_identifier(col->physname));
+		}
+		applied = psprintf("SELECT %s0::pg_catalog.int8 AS _mvinc_count FROM u", marker.data);
+		refused = "true";
+	}
+	appendStringInfo(&sql, "a AS MATERIALIZED (%s) ", applied);
+	/* the inserts of untouched groups */
+	appendStringInfo(&sql, "SELECT 'i'::pg_catalog.\"char\", x.* FROM (%s) x UNION ALL ",
+					 inserts_sql(def, DELTA_ENR,
+								 psprintf(" AND NOT EXISTS (SELECT FROM u WHERE %s)",
+										  MvKeyEqSql(def, "s", true, "u"))));
+	/* touched groups retracted */
+	appendStringInfo(&sql, "SELECT 'r', %s FROM a WHERE NOT (%s) UNION ALL ",
+					 MvColumnListSql(def, -1, "a."), refused);
+	/* touched groups to recompute: a marker row (count 0) in case they are gone... */
+	initStringInfo(&marker);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_GROUP)
+			appendStringInfo(&marker, ", a.%s", quote_identifier(col->physname));
+		else if (col->role == MV_COL_AGG)
+			appendStringInfo(&marker, ", NULL::%s", MvStorageColumnType(col));
+		else
+			appendStringInfoString(&marker, ", 0::pg_catalog.int8");
+	}
+	appendStringInfo(&sql, "SELECT 'r'%s FROM a WHERE %s UNION ALL ", marker.data, refused);
+	/* ...and their rows as the source has them */
+	appendStringInfo(&sql, "SELECT 'r', x.* FROM (%s) x",
+					 MvDeltaStatesSql(def, source,
+									  psprintf(" AND EXISTS (SELECT FROM a WHERE (%s) AND %s)",
+											   refused, MvKeyEqSql(def, "s", true, "a"))));
+	return sql.data;
+}
+
+/* The tuple descriptor of desc without its first column */
+static TupleDesc
+without_first_column(TupleDesc desc)
+{
+	TupleDesc	out = CreateTemplateTupleDesc(desc->natts - 1);
+
+	for (int i = 1; i < desc->natts; i++)
+		TupleDescCopyEntry(out, i, desc, i + 1);
+	return out;
+}
+
+/*
+ * Run the replacing query (replacing_sql) over the delta's change-log rows,
+ * fetched by query fetch under snapshot latest; the rows go into *rows,
+ * copied into context outer.  Runs inside an SPI connection.
+ */
+static void
+compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest,
+				  MvDeltaRows *rows, MemoryContext outer)
+{
+	SPIPlanPtr	plan = SPI_prepare(fetch, 0, NULL);
+	Tuplestorestate *store;
+	EphemeralNamedRelation enr;
+	char	   *base;
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the delta of materialized view %u", cat->viewid);
+	store = tuplestore_begin_heap(false, false, work_mem);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(store, SPI_tuptable->vals[i]);
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = DELTA_ENR;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = SPI_processed;
+	enr->reldata = store;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "could not register the delta of materialized view %u", cat->viewid);
+
+	base = OidIsValid(cat->append_oid) ?
+		psprintf("(%s)", MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, false)) :
+		psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
+	plan = SPI_prepare(replacing_sql(def, base), 0, NULL);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, NULL, NULL, GetActiveSnapshot(), InvalidSnapshot,
+							 true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not compute the delta of materialized view %u", cat->viewid);
+
+	desc = SPI_tuptable->tupdesc;
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	{
+		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+		rows->desc = without_first_column(desc);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup;
+
+			heap_deform_tuple(SPI_tuptable->vals[i], desc, values, nulls);
+			tup = heap_form_tuple(rows->desc, values + 1, nulls + 1);
+			if (DatumGetChar(values[0]) == 'i')
+				rows->tuples = lappend(rows->tuples, tup);
+			else
+				rows->replaced = lappend(rows->replaced, tup);
+		}
+		MemoryContextSwitchTo(spicxt);
+	}
+	tuplestore_end(store);
+}
+
+/*
+ * The state rows of the visible delta past the checkpoint, copied into the
+ * current memory context: with changes (the delta has updates or deletes,
+ * MvHybridCanReplace), the inserts of untouched groups and the replaced
+ * groups; else the inserts' states alone, straight from the change log.
  */
 MvDeltaRows *
-MvComputeDeltaRows(Oid viewid)
+MvComputeDeltaRows(Oid viewid, bool changes)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
@@ -65,7 +262,7 @@ MvComputeDeltaRows(Oid viewid)
 	MvDef	   *def;
 	Oid			changelog;
 	char	   *query_snap;
-	char	   *sql;
+	char	   *cond;
 	Snapshot	latest;
 	SPIPlanPtr	plan;
 
@@ -75,28 +272,36 @@ MvComputeDeltaRows(Oid viewid)
 	if (!OidIsValid(changelog))
 		elog(ERROR, "the source of materialized view %u is not tracked", viewid);
 	def = MvDefForView(viewid);
+	if (changes && !MvHybridCanReplace(def))
+		elog(ERROR, "materialized view %u cannot replace groups on read", viewid);
 	query_snap = MvSnapshotText(GetActiveSnapshot(), false);
-	sql = MvDeltaStatesSql(def, psprintf("%s s", MvSourceName(changelog)),
-						   psprintf(" AND s._mvinc_lsn > '%X/%X' "
-									"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-									"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-									"AND s._mvinc_op = 'i'",
-									LSN_FORMAT_ARGS(cat->checkpoint_lsn), query_snap,
-									cat->checkpoint_snapshot));
+	cond = psprintf(" AND s._mvinc_lsn > '%X/%X' "
+					"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
+					"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+					LSN_FORMAT_ARGS(cat->checkpoint_lsn), query_snap,
+					cat->checkpoint_snapshot);
 
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	MvSpiConnect();
-	plan = SPI_prepare(sql, 0, NULL);
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not compute the delta of materialized view %u", viewid);
+	if (changes)
+		compute_replacing(def, cat,
+						  psprintf("SELECT * FROM %s s WHERE %s%s", MvSourceName(changelog),
+								   MvWhereSql(def, "s"), cond),
+						  latest, rows, outer);
+	else
 	{
-		MemoryContext spicxt = MemoryContextSwitchTo(outer);
+		plan = SPI_prepare(inserts_sql(def, MvSourceName(changelog), cond), 0, NULL);
+		if (plan == NULL ||
+			SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not compute the delta of materialized view %u", viewid);
+		{
+			MemoryContext spicxt = MemoryContextSwitchTo(outer);
 
-		rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-		for (uint64 i = 0; i < SPI_processed; i++)
-			rows->tuples = lappend(rows->tuples, heap_copytuple(SPI_tuptable->vals[i]));
-		MemoryContextSwitchTo(spicxt);
+			rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+			for (uint64 i = 0; i < SPI_processed; i++)
+				rows->tuples = lappend(rows->tuples, heap_copytuple(SPI_tuptable->vals[i]));
+			MemoryContextSwitchTo(spicxt);
+		}
 	}
 	MvSpiFinish();
 
@@ -114,7 +319,7 @@ MvComputeDeltaRows(Oid viewid)
 
 /* Put delta rows into the function's result, in the read's column types */
 static void
-put_rows(MvDeltaRows *rows, ReturnSetInfo *rsinfo, Oid viewid)
+put_rows(MvDeltaRows *rows, List *tuples, ReturnSetInfo *rsinfo, Oid viewid)
 {
 	TupleDesc	out = rsinfo->setDesc;
 	Datum	   *values = palloc(sizeof(Datum) * Max(out->natts, 1));
@@ -133,7 +338,7 @@ put_rows(MvDeltaRows *rows, ReturnSetInfo *rsinfo, Oid viewid)
 				 errmsg("the column definition list does not match the delta of materialized view \"%s\"",
 						get_rel_name(viewid)),
 				 errhint("mvinc._delta_states is called by reads of incremental views; query the view instead.")));
-	foreach(lc, rows->tuples)
+	foreach(lc, tuples)
 	{
 		heap_deform_tuple(lfirst(lc), rows->desc, values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, out, values, nulls);
@@ -141,14 +346,14 @@ put_rows(MvDeltaRows *rows, ReturnSetInfo *rsinfo, Oid viewid)
 }
 
 /*
- * mvinc._delta_states(view oid): the state rows (storage columns) of the
- * inserts past the view's checkpoint that the statement's snapshot sees.
- * Called by the redirected read with the reader's rights, so PUBLIC may
- * call it; it answers only for views the reader may read, and only with
- * state rows of the view's own groups.
+ * The rows of one side of the delta of the view (the function's first
+ * argument) for the statement's snapshot.  Called by the redirected read
+ * with the reader's rights, so PUBLIC may call it; it answers only for
+ * views the reader may read, and only with state rows of the view's own
+ * groups.
  */
-Datum
-mvinc_delta_states(PG_FUNCTION_ARGS)
+static Datum
+delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 {
 	Oid			viewid = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -176,7 +381,29 @@ mvinc_delta_states(PG_FUNCTION_ARGS)
 				 viewid);
 		rows = MvHybridDeltaRows(viewid, GetActiveSnapshot());
 	}
-	put_rows(rows, rsinfo, viewid);
+	put_rows(rows, replaced ? rows->replaced : rows->tuples, rsinfo, viewid);
 	MemoryContextSwitchTo(oldcxt);
 	return (Datum) 0;
+}
+
+/*
+ * mvinc._delta_states(view oid): the state rows (storage columns) of the
+ * inserts past the view's checkpoint that the statement's snapshot sees,
+ * in groups that no update or delete touched.
+ */
+Datum
+mvinc_delta_states(PG_FUNCTION_ARGS)
+{
+	return delta_rows_srf(fcinfo, false);
+}
+
+/*
+ * mvinc._delta_replaced(view oid): the groups that updates or deletes past
+ * the checkpoint touched, as the statement's snapshot sees them (state
+ * rows; a count of 0 for a group now empty).
+ */
+Datum
+mvinc_delta_replaced(PG_FUNCTION_ARGS)
+{
+	return delta_rows_srf(fcinfo, true);
 }

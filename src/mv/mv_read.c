@@ -207,16 +207,22 @@ MvViewQuerySql(Oid viewid)
 }
 
 /*
- * FROM item of the state rows a hybrid read merges with the storage: the
- * append table's and those of the inserts of the reader's visible delta,
- * which mvinc._delta_states() computes at run time.
+ * FROM item of the view's rows in a hybrid read: the storage and the
+ * append table's state rows merged with the states of the inserts of the
+ * reader's visible delta, all but the groups that the delta's updates and
+ * deletes touched, which come as they now are.  mvinc._delta_states() and
+ * mvinc._delta_replaced() compute both sides at run time (mv_hybrid.c).
  */
 static char *
-hybrid_states_sql(Oid viewid, MvDef *def, MvCatalog *cat)
+hybrid_rows_sql(Oid viewid, MvDef *def, MvCatalog *cat, bool finals)
 {
 	StringInfoData cols;
 	ListCell   *lc;
-	char	   *delta;
+	char	   *inserts;
+	char	   *replaced;
+	char	   *storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
+	char	   *states;
+	char	   *kept;
 
 	initStringInfo(&cols);
 	foreach(lc, def->columns)
@@ -226,13 +232,25 @@ hybrid_states_sql(Oid viewid, MvDef *def, MvCatalog *cat)
 		appendStringInfo(&cols, "%s%s %s", foreach_current_index(lc) ? ", " : "",
 						 quote_identifier(col->physname), MvStorageColumnType(col));
 	}
-	delta = psprintf("SELECT * FROM mvinc._delta_states(%u::pg_catalog.oid) AS d(%s)",
-					 viewid, cols.data);
+	inserts = psprintf("SELECT * FROM mvinc._delta_states(%u::pg_catalog.oid) AS d(%s)",
+					   viewid, cols.data);
+	replaced = psprintf("mvinc._delta_replaced(%u::pg_catalog.oid) AS r(%s)", viewid, cols.data);
+
+	/* what the stored rows keep: the groups not replaced (without GROUP BY, none when replaced) */
+	kept = psprintf("NOT EXISTS (SELECT FROM %s%s%s)", replaced,
+					def->has_group_by ? " WHERE " : "",
+					def->has_group_by ? MvKeyEqSql(def, "t", false, "r") : "");
 	/* a view without GROUP BY has no append table */
-	if (!OidIsValid(cat->append_oid))
-		return psprintf("(%s)", delta);
-	return psprintf("(SELECT * FROM mvinc.%s UNION ALL %s)",
-					quote_identifier(get_rel_name(cat->append_oid)), delta);
+	states = OidIsValid(cat->append_oid) ?
+		psprintf("(SELECT * FROM mvinc.%s t WHERE %s UNION ALL %s)",
+				 quote_identifier(get_rel_name(cat->append_oid)), kept, inserts) :
+		psprintf("(%s)", inserts);
+	return psprintf("%s UNION ALL %s",
+					MvMergedSql(def, psprintf("(SELECT * FROM %s t WHERE %s)", storage, kept),
+								states, finals),
+					MvStateRowsSql(def, finals,
+								   psprintf("(SELECT * FROM %s%s) a", replaced,
+											def->has_group_by ? " WHERE r._mvinc_count > 0" : "")));
 }
 
 /* Build the analyzed and rewritten read query of a view (cat: its catalog row) */
@@ -272,8 +290,7 @@ build_read_query(Oid viewid, MvCatalog *cat)
 		{
 			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'hybrid' UNION ALL ",
 							 finalized_columns(viewid, def, finals),
-							 MvMergedSql(def, cat->storage_oid,
-										 hybrid_states_sql(viewid, def, cat), finals),
+							 hybrid_rows_sql(viewid, def, cat, finals),
 							 branch);
 			appendStringInfoString(&taken, ", 'hybrid'");
 		}
@@ -654,6 +671,7 @@ typedef struct FreshMemo
 	int32		subxcnt;
 	TransactionId *xids;		/* xip then subxip, in TopMemoryContext */
 	MvReadBranch branch;
+	bool		delta_changes;	/* a hybrid read's delta has updates or deletes */
 	MemoryContext delta_cxt;	/* a hybrid read's delta computed ahead, or NULL */
 	MvDeltaRows *delta;
 	int			pins;			/* read nodes running on this decision */
@@ -723,7 +741,7 @@ fresh_wait_timeout(void)
  * change log's writers.
  */
 static MvReadBranch
-compute_branch(Oid viewid)
+compute_branch(Oid viewid, bool *changes)
 {
 	Snapshot	active = GetActiveSnapshot();
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
@@ -804,7 +822,10 @@ compute_branch(Oid viewid)
 	 * read the view only through a plain view (which may hide rows or
 	 * columns), the defining query instead.
 	 */
-	if (delta == MV_DELTA_INSERTS)
+	if (delta == MV_DELTA_CHANGES && !MvHybridCanReplace(MvDefForView(viewid)))
+		return MV_READ_LIVE;
+	*changes = delta == MV_DELTA_CHANGES;
+	if (delta == MV_DELTA_INSERTS || delta == MV_DELTA_CHANGES)
 		return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ?
 			MV_READ_HYBRID : MV_READ_LIVE;
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
@@ -836,6 +857,7 @@ MvGetReadBranch(Oid viewid)
 	int			i;
 	int32		subxcnt;
 	MvReadBranch branch;
+	bool		changes = false;
 
 	if (snap == NULL)
 		return MV_READ_LIVE;
@@ -844,7 +866,7 @@ MvGetReadBranch(Oid viewid)
 		if (memo_matches(&fresh_memo[i], viewid, snap))
 			return fresh_memo[i].branch;
 	}
-	branch = compute_branch(viewid);
+	branch = compute_branch(viewid, &changes);
 
 	m = memo_reuse();
 	m->viewid = InvalidOid;
@@ -874,6 +896,7 @@ MvGetReadBranch(Oid viewid)
 	m->xcnt = snap->xcnt;
 	m->subxcnt = subxcnt;
 	m->branch = branch;
+	m->delta_changes = changes;
 	m->userid = GetUserId();
 	m->viewid = viewid;
 	return branch;
@@ -943,7 +966,7 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap)
 
 				PG_TRY();
 				{
-					m->delta = MvComputeDeltaRows(viewid);
+					m->delta = MvComputeDeltaRows(viewid, m->delta_changes);
 				}
 				PG_CATCH();
 				{
@@ -958,7 +981,13 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap)
 			return m->delta;
 		}
 	}
-	return MvComputeDeltaRows(viewid);
+	/* not memoized (a direct call): whether the delta has updates, ask anew */
+	{
+		bool		changes = false;
+
+		(void) compute_branch(viewid, &changes);
+		return MvComputeDeltaRows(viewid, changes);
+	}
 }
 
 /*

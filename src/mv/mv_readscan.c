@@ -99,6 +99,7 @@ typedef struct ReadScanState
 	int			taken;			/* MvReadBranch decided, or -1 (EXPLAIN only) */
 	PlanState  *child;			/* the arm that runs */
 	int64		delta_rows;		/* a hybrid read's delta state rows, or -1 */
+	int64		replaced_rows;	/* ... and groups its updates and deletes replace */
 	bool		pinned;			/* holds the decision in the memo */
 	Snapshot	snapshot;		/* ... made under this snapshot */
 } ReadScanState;
@@ -179,10 +180,11 @@ arm_of(Query *sub, Oid funcid, Oid *viewid)
  * at each execution.
  */
 static int
-expected_arm(Oid viewid, Path **paths)
+expected_arm(Oid viewid, Path **paths, double *rows)
 {
 	MvCatalog  *cat;
 
+	*rows = paths[MV_READ_LIVE]->rows;
 	if (mvinc_read_path_mode == MV_READ_PATH_LIVE)
 		return MV_READ_LIVE;
 	cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
@@ -190,13 +192,28 @@ expected_arm(Oid viewid, Path **paths)
 		cat->built_generation != cat->source_generation)
 		return MV_READ_LIVE;
 	if (cat->append_rows > 0 && paths[MV_READ_MERGE] != NULL)
+	{
+		/*
+		 * The append table is rarely analyzed (refreshes fill it, folds
+		 * empty it), and the planner takes a never-analyzed table for ten
+		 * pages of rows: the catalog's count of its rows bounds the
+		 * groups it can add to the storage's.
+		 */
+		*rows = paths[MV_READ_MERGE]->rows;
+		if (paths[MV_READ_FRESH] != NULL)
+			*rows = Min(*rows, paths[MV_READ_FRESH]->rows + cat->append_rows);
 		return MV_READ_MERGE;
-	return paths[MV_READ_FRESH] != NULL ? MV_READ_FRESH : MV_READ_LIVE;
+	}
+	if (paths[MV_READ_FRESH] == NULL)
+		return MV_READ_LIVE;
+	*rows = paths[MV_READ_FRESH]->rows;
+	return MV_READ_FRESH;
 }
 
 /* One CustomPath over the arms' paths (all with the given pathkeys) */
 static CustomPath *
-make_read_path(RelOptInfo *rel, Oid viewid, int expected, Path **paths, List *pathkeys)
+make_read_path(RelOptInfo *rel, Oid viewid, int expected, double rows, Path **paths,
+			   List *pathkeys)
 {
 	CustomPath *cp = makeNode(CustomPath);
 	List	   *priv = list_make2(makeInteger(viewid), makeInteger(expected));
@@ -209,7 +226,7 @@ make_read_path(RelOptInfo *rel, Oid viewid, int expected, Path **paths, List *pa
 	/* the decision waits for capture and takes the latest snapshot */
 	cp->path.parallel_safe = false;
 	cp->path.parallel_workers = 0;
-	cp->path.rows = paths[expected]->rows;
+	cp->path.rows = rows;
 	/* the decision: a few index probes */
 	cp->path.startup_cost = paths[expected]->startup_cost + 10 * cpu_operator_cost;
 	cp->path.total_cost = paths[expected]->total_cost + 10 * cpu_operator_cost;
@@ -242,6 +259,7 @@ mv_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	ListCell   *lc;
 	List	   *old_paths;
 	int			expected;
+	double		rows;
 	int			nchildren = 0;
 
 	if (prev_set_rel_pathlist_hook)
@@ -281,12 +299,12 @@ mv_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	if (nchildren < 2 || paths[MV_READ_LIVE] == NULL)
 		return;
 
-	expected = expected_arm(viewid, paths);
+	expected = expected_arm(viewid, paths, &rows);
 	old_paths = rel->pathlist;
 	rel->pathlist = NIL;
 	rel->partial_pathlist = NIL;
-	rel->rows = paths[expected]->rows;
-	add_path(rel, (Path *) make_read_path(rel, viewid, expected, paths, NIL));
+	rel->rows = rows;
+	add_path(rel, (Path *) make_read_path(rel, viewid, expected, rows, paths, NIL));
 
 	/* Ordered variants, for the sort orders the Append paths offered */
 	foreach(lc, old_paths)
@@ -306,7 +324,8 @@ mv_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 			all = ordered[i] != NULL;
 		}
 		if (all)
-			add_path(rel, (Path *) make_read_path(rel, viewid, expected, ordered, old->pathkeys));
+			add_path(rel, (Path *) make_read_path(rel, viewid, expected, rows, ordered,
+												  old->pathkeys));
 	}
 }
 
@@ -412,6 +431,7 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 		MvDeltaRows *delta = MvHybridDeltaRows(rs->viewid, GetActiveSnapshot());
 
 		rs->delta_rows = delta ? list_length(delta->tuples) : 0;
+		rs->replaced_rows = delta ? list_length(delta->replaced) : 0;
 	}
 	PopActiveSnapshot();
 
@@ -485,6 +505,8 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Path", arm_names[rs->taken], es);
 	if (rs->delta_rows >= 0)
 		ExplainPropertyInteger("Delta State Rows", NULL, rs->delta_rows, es);
+	if (rs->replaced_rows > 0)
+		ExplainPropertyInteger("Replaced Groups", NULL, rs->replaced_rows, es);
 }
 
 /* Install the path hook and register the node */

@@ -311,8 +311,8 @@ MvColumnListSql(MvDef *def, int role, const char *prefix)
 }
 
 /* Group key expressions over alias, comma separated (named kN with as_names) */
-static char *
-group_exprs_as(MvDef *def, const char *alias, bool as_names)
+char *
+MvGroupExprsSql(MvDef *def, const char *alias, bool as_names)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -333,7 +333,8 @@ group_exprs_as(MvDef *def, const char *alias, bool as_names)
 	return buf.data;
 }
 
-#define group_exprs(def, alias) group_exprs_as(def, alias, false)
+#define group_exprs_as(def, alias, as_names) MvGroupExprsSql(def, alias, as_names)
+#define group_exprs(def, alias) MvGroupExprsSql(def, alias, false)
 
 /*
  * SELECT list producing storage rows from rows of alias: for aggregate
@@ -370,13 +371,15 @@ storage_select(MvDef *def, const char *alias)
 }
 
 /* WHERE clause of the view over alias, or "true" */
-static char *
-where_sql(MvDef *def, const char *alias)
+char *
+MvWhereSql(MvDef *def, const char *alias)
 {
 	if (def->where == NULL)
 		return "true";
 	return psprintf("(%s)", MvExprSql(def->sourceid, def->where, alias));
 }
+
+#define where_sql(def, alias) MvWhereSql(def, alias)
 
 /* SELECT of the storage rows (in storage column order) computed from a FROM item */
 static char *select_from(MvDef *def, const char *from, const char *extra_where);
@@ -668,6 +671,54 @@ apply_regroup(RefreshCtx *rc)
 }
 
 /*
+ * SELECT of the states of the groups that the change-log rows of FROM item
+ * delta (alias d, rows that pass the view's WHERE) touch, applied to their
+ * states in FROM item base (storage columns): old images retract, new ones
+ * add.  Columns: the group keys, the states, _mvinc_count (the group's rows
+ * after the delta) and _mvinc_new (base had no such group).  *refused is
+ * a condition over alias ralias of these rows: a retraction was refused
+ * (agg_apply gave NULL), and the group must be recomputed from the source.
+ */
+char *
+MvRetractStatesSql(MvDef *def, const char *base, const char *delta, const char *ralias,
+				   char **refused)
+{
+	StringInfoData sql;
+	StringInfoData ref;
+	ListCell   *lc;
+	char	   *keys = def->has_group_by ? group_exprs(def, "d") : NULL;
+
+	initStringInfo(&sql);
+	initStringInfo(&ref);
+	appendStringInfoString(&sql, "SELECT ");
+	if (keys)
+		appendStringInfo(&sql, "%s, ", group_exprs_as(def, "d", true));
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role != MV_COL_AGG)
+			continue;
+		appendStringInfo(&sql, "%s AS %s, ",
+						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
+										   true),
+						 quote_identifier(col->physname));
+		appendStringInfo(&ref, "%s%s.%s IS NULL", ref.len ? " OR " : "", ralias,
+						 quote_identifier(col->physname));
+	}
+	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
+					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count, "
+					 "max(t._mvinc_count) IS NULL AS _mvinc_new FROM %s ", delta);
+	if (keys)
+		appendStringInfo(&sql, "LEFT JOIN %s t ON %s GROUP BY %s",
+						 base, MvKeyEqSql(def, "d", true, "t"), keys);
+	else
+		appendStringInfo(&sql, "LEFT JOIN %s t ON true", base);
+	*refused = ref.len ? ref.data : "false";
+	return sql.data;
+}
+
+/*
  * regroup by retraction (every aggregate retractable): apply the delta's
  * old images (retract) and new images (add) to the stored states with
  * agg_apply; groups whose count drops to zero go away; groups where a
@@ -681,39 +732,17 @@ apply_retract(RefreshCtx *rc)
 	static int	counter = 0;
 	char	   *applied = psprintf("pg_temp.mvinc_applied_%u_%d", rc->viewid, ++counter);
 	StringInfoData sql;
-	StringInfoData refused;
+	char	   *refused;
 	ListCell   *lc;
 	char	   *keys = def->has_group_by ? group_exprs(def, "d") : NULL;
 	int			nestlevel;
 
 	initStringInfo(&sql);
-	initStringInfo(&refused);
-	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", applied);
-	if (keys)
-		appendStringInfo(&sql, "%s, ", group_exprs_as(def, "d", true));
-	foreach(lc, def->columns)
-	{
-		MvColumn   *col = lfirst(lc);
-
-		if (col->role != MV_COL_AGG)
-			continue;
-		appendStringInfo(&sql, "%s AS %s, ",
-						 MvStateRetractSql(col, psprintf("t.%s", quote_identifier(col->physname)), "d",
-										   true),
-						 quote_identifier(col->physname));
-		appendStringInfo(&refused, "%sa.%s IS NULL", refused.len ? " OR " : "",
-						 quote_identifier(col->physname));
-	}
-	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
-					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count, "
-					 "max(t._mvinc_count) IS NULL AS _mvinc_new "
-					 "FROM (SELECT * FROM %s s WHERE %s AND %s) d ",
-					 rc->changelog, rc->delta, where_sql(def, "s"));
-	if (keys)
-		appendStringInfo(&sql, "LEFT JOIN %s t ON %s GROUP BY %s",
-						 rc->storage, MvKeyEqSql(def, "d", true, "t"), keys);
-	else
-		appendStringInfo(&sql, "LEFT JOIN %s t ON true", rc->storage);
+	appendStringInfo(&sql, "CREATE TEMP TABLE %s ON COMMIT DROP AS %s", applied,
+					 MvRetractStatesSql(def, rc->storage,
+										psprintf("(SELECT * FROM %s s WHERE %s AND %s) d",
+												 rc->changelog, rc->delta, where_sql(def, "s")),
+										"a", &refused));
 
 	/*
 	 * The delta is read once, straight from the change log (a copy into a
@@ -728,13 +757,11 @@ apply_retract(RefreshCtx *rc)
 							 GUC_ACTION_SAVE, true, 0, false);
 	run(sql.data, InvalidSnapshot, 0);
 	AtEOXact_GUC(true, nestlevel);
-	if (refused.len == 0)
-		appendStringInfoString(&refused, "false");
 
 	if (!keys)
 	{
 		/* The one state row: replace it, or recompute when refused */
-		run(psprintf("SELECT 1 FROM %s a WHERE %s", applied, refused.data), InvalidSnapshot, SPI_OK_SELECT);
+		run(psprintf("SELECT 1 FROM %s a WHERE %s", applied, refused), InvalidSnapshot, SPI_OK_SELECT);
 		if (SPI_processed > 0)
 		{
 			rebuild(rc);
@@ -760,26 +787,26 @@ apply_retract(RefreshCtx *rc)
 	}
 	sql.data[sql.len -= 2] = '\0';
 	appendStringInfo(&sql, " FROM %s a WHERE %s AND NOT a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
-					 applied, MvKeyEqSql(def, "t", false, "a"), refused.data);
+					 applied, MvKeyEqSql(def, "t", false, "a"), refused);
 	run(sql.data, InvalidSnapshot, SPI_OK_UPDATE);
 	/* groups that lost all rows, or whose retraction was refused */
 	run(psprintf("DELETE FROM %s t USING %s a WHERE %s AND NOT a._mvinc_new "
 				 "AND (a._mvinc_count = 0 OR %s)",
-				 rc->storage, applied, MvKeyEqSql(def, "t", false, "a"), refused.data),
+				 rc->storage, applied, MvKeyEqSql(def, "t", false, "a"), refused),
 		InvalidSnapshot, SPI_OK_DELETE);
 	/* new groups */
 	run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a WHERE a._mvinc_new AND a._mvinc_count > 0 AND NOT (%s)",
 				 rc->storage, MvColumnListSql(def, -1, NULL), MvColumnListSql(def, -1, "a."),
-				 applied, refused.data),
+				 applied, refused),
 		InvalidSnapshot, SPI_OK_INSERT);
 	/* groups whose retraction was refused, from the source (when there are any) */
 	if (run(psprintf("SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) LIMIT 1",
-					 applied, refused.data), InvalidSnapshot, SPI_OK_SELECT) == 0)
+					 applied, refused), InvalidSnapshot, SPI_OK_SELECT) == 0)
 		return;
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
 					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
 							 "AND %s)",
-							 applied, refused.data, MvKeyEqSql(def, "s", true, "a"))),
+							 applied, refused, MvKeyEqSql(def, "s", true, "a"))),
 		rc->snap, SPI_OK_INSERT);
 }
 

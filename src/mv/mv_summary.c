@@ -206,10 +206,11 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
  * What does the change log hold past from (lsn > from) of the transactions
  * that the snapshot query_snap sees and the checkpoint's old_snap does not
  * (both pg_snapshot text)? Read with snapshot latest. The read path's
- * question "is the storage the answer, or the storage and the inserts of
- * the delta?", asked without SPI. Without want_kind it stops at the first
- * such row (MV_DELTA_OTHER then means "some"); a fresh view usually has
- * none after its checkpoint.
+ * question "is the storage the answer, or the storage and the delta?",
+ * asked without SPI. Without want_kind it stops at the first such row
+ * (MV_DELTA_OTHER then means "some"); a fresh view usually has none after
+ * its checkpoint.  With it: only inserts, updates and deletes whose old
+ * rows are whole too, or anything else (a truncation, a key-only old row).
  */
 MvDeltaKind
 MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
@@ -220,7 +221,16 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 
 	delta_scan_begin(&ds, changelog, from, InvalidXLogRecPtr, query_snap, old_snap, latest);
 	while (kind != MV_DELTA_OTHER && delta_scan_next(&ds, NULL))
-		kind = want_kind && delta_char(&ds, ds.opatt) == 'i' ? MV_DELTA_INSERTS : MV_DELTA_OTHER;
+	{
+		char		op = delta_char(&ds, ds.opatt);
+
+		if (!want_kind || op == 't' || delta_char(&ds, ds.imageatt) == 'k')
+			kind = MV_DELTA_OTHER;
+		else if (op != 'i')
+			kind = MV_DELTA_CHANGES;
+		else if (kind == MV_DELTA_NONE)
+			kind = MV_DELTA_INSERTS;
+	}
 	delta_scan_end(&ds);
 	return kind;
 }

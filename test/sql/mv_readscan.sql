@@ -10,7 +10,7 @@ DECLARE
 BEGIN
   EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
                  v, q, q, v) INTO n;
-  RETURN fetched;
+  RETURN n;
 END $$;
 
 -- the node's own lines of EXPLAIN (ANALYZE) of a statement
@@ -65,7 +65,7 @@ SELECT rs_cost('SELECT * FROM rs_v') * 2 < rs_cost(rtrim(pg_get_viewdef('rs_v'),
 INSERT INTO rs_src SELECT i, i % 60, i FROM generate_series(20001, 20300) i;
 SELECT rs_node('SELECT * FROM rs_v');
 SELECT rs_diff('rs_v');
--- live: an update waits
+-- hybrid too: an update waits (the groups it touched replaced)
 UPDATE rs_src SET x = x + 1 WHERE id % 100 = 0;
 SELECT rs_node('SELECT * FROM rs_v');
 SELECT rs_diff('rs_v');
