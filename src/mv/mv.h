@@ -203,6 +203,8 @@ extern char *MvColumnListSql(MvDef *def, int role, const char *prefix);
 extern char *MvKeyEqSql(MvDef *def, const char *lalias, bool lexprs, const char *ralias);
 extern char *MvGroupExprsSql(MvDef *def, const char *alias, bool as_names);
 extern char *MvWhereSql(MvDef *def, const char *alias);
+extern char *MvLastImagesSql(MvDef *def, const char *changelog, const char *cond);
+extern char *MvRowidEqSql(MvDef *def, const char *lalias, const char *ralias);
 extern char *MvRetractStatesSql(MvDef *def, const char *base, const char *delta,
 								const char *ralias, char **refused);
 extern void MvMergeIntoStorage(MvDef *def, Oid storage_oid, const char *select_sql);
@@ -255,7 +257,8 @@ typedef enum MvDeltaKind
 	MV_DELTA_NONE,				/* nothing the reader sees */
 	MV_DELTA_INSERTS,			/* only inserts */
 	MV_DELTA_CHANGES,			/* updates or deletes too, with whole old rows */
-	MV_DELTA_OTHER				/* truncations or key-only old rows too */
+	MV_DELTA_KEYONLY,			/* ... or with old rows of their key alone */
+	MV_DELTA_OTHER				/* truncations too */
 } MvDeltaKind;
 extern MvDeltaKind MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 								  const char *old_snap, Snapshot latest, bool want_kind);

@@ -2,17 +2,20 @@
  * mv_hybrid.c
  *	  The delta side of the hybrid read of an aggregate view.
  *
- * When the only changes a reader's snapshot sees past the view's
- * checkpoint are inserts, the view's rows are the storage merged per group
- * with the append table's state rows and with the states of those
- * inserts (a view without GROUP BY: its one row merged with the inserts'
- * states): far cheaper than the defining query when the delta is small.
- * The read path decides it (mv_read.c: 'hybrid'); the read's plan then
- * calls mvinc._delta_states(view), which computes the delta's state rows
- * here, with the view's WHERE and GROUP BY, as an append refresh would.
- * A statement that runs in parallel mode cannot take the latest snapshot
- * once it is in that mode: the executor-start hook computes its delta
- * ahead and keeps it with the decision (mv_read.c's memo).
+ * When the changes a reader's snapshot sees past the view's checkpoint are
+ * inserts, the view's rows are the storage merged per group with the
+ * append table's state rows and with the states of those inserts (a view
+ * without GROUP BY: its one row merged with the inserts' states): far
+ * cheaper than the defining query when the delta is small.  When they are
+ * updates and deletes too, the groups those touch are replaced: their
+ * stored states with the delta applied (retraction), or, where an
+ * aggregate cannot retract, the groups as the source has them.  The read
+ * path decides it (mv_read.c: 'hybrid'); the read's plan then calls
+ * mvinc._delta_states(view) and mvinc._delta_replaced(view), whose rows
+ * are computed here once per decision.  A statement that runs in parallel
+ * mode cannot take the latest snapshot once it is in that mode: the read
+ * node's executor start computes its delta ahead and keeps it with the
+ * decision (mv_read.c's memo).
  *
  * Snapshots, as for the decision: the checkpoint under the statement's
  * snapshot, the change log under the latest one (capture writes rows of
@@ -21,7 +24,10 @@
  * latest snapshot. Retention cannot remove rows past the checkpoint that
  * this read sees while the read runs unless a refresh moved the
  * checkpoint after the decision; then the read fails to serialize
- * instead of answering without them.
+ * instead of answering without them.  Replacing groups needs the change
+ * log (latest snapshot) and the storage and source (the statement's) in
+ * one query: the change-log rows are fetched first and passed to it as an
+ * ephemeral named relation.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -45,13 +51,13 @@ PG_FUNCTION_INFO_V1(mvinc_delta_replaced);
 
 /*
  * Can reads of the view take the hybrid path?  An aggregate view (with
- * GROUP BY or not) merges the inserts' states; a projection view reads
- * live.  compute_branch() asks the same of the catalog's kind.
+ * GROUP BY or not) merges the inserts' states; a projection view replaces
+ * the rows the delta touched by their last images.
  */
 bool
 MvHybridCapable(MvDef *def)
 {
-	return def->kind == MV_KIND_AGGREGATE;
+	return def->kind == MV_KIND_AGGREGATE || def->kind == MV_KIND_PROJECTION;
 }
 
 /*
@@ -63,6 +69,8 @@ MvHybridCapable(MvDef *def)
 bool
 MvHybridCanReplace(MvDef *def)
 {
+	if (def->kind == MV_KIND_PROJECTION)
+		return true;
 	return MvHybridCapable(def) && (def->has_group_by || def->retractable);
 }
 
@@ -82,13 +90,17 @@ inserts_sql(MvDef *def, const char *changelog, const char *cond)
  * change-log rows (the ephemeral relation DELTA_ENR, rows that pass the
  * view's WHERE), each tagged in a first column _mvinc_part: 'i' for the
  * inserts' states of groups that nothing else touched (merged on read),
- * 'r' for the groups that an update or delete touched, as they are after
- * the delta (replacing what storage and append table hold for them; a
- * count of 0 when the group is gone).  Their states come from the stored
- * ones (storage merged with the append table, alias base) with the delta
- * applied (agg_apply: old images retract, new ones add); where a
- * retraction is refused (a min or max lost), or no aggregate retracts,
- * from the source.  Read in the statement's snapshot, as the storage.
+ * 'r' for groups as they are after the delta (replacing what storage and
+ * append table hold for them; a count of 0 when the group is gone).
+ *
+ * When every aggregate retracts, every group the delta touches is
+ * replaced: its stored state (storage merged with the append table, FROM
+ * item base) with the delta applied (agg_apply: old images retract, new
+ * ones add).  Where a retraction is refused, and for every group an update
+ * or delete touched when some aggregate cannot retract (min, max), the
+ * group comes from the source, with a marker row of count 0 in case the
+ * source no longer has it.  Read in the statement's snapshot, as the
+ * storage.
  */
 static char *
 replacing_sql(MvDef *def, const char *base)
@@ -98,58 +110,39 @@ replacing_sql(MvDef *def, const char *base)
 	StringInfoData marker;
 	ListCell   *lc;
 	char	   *refused;
-	char	   *applied;
 
 	initStringInfo(&sql);
-	if (!def->has_group_by)
-	{
-		/* one row: every change applies to it (MvHybridCanReplace: retractable) */
-		applied = MvRetractStatesSql(def, base, DELTA_ENR " d", "a", &refused);
-		appendStringInfo(&sql, "WITH a AS MATERIALIZED (%s) "
-						 "SELECT 'r'::pg_catalog.\"char\", %s FROM a WHERE NOT (%s) "
-						 "UNION ALL SELECT 'r', x.* FROM (%s) x WHERE EXISTS (SELECT FROM a WHERE %s)",
-						 applied, MvColumnListSql(def, -1, "a."), refused,
-						 MvDeltaStatesSql(def, source, NULL), refused);
-		return sql.data;
-	}
-
-	/* u: the group keys an update or delete touched */
-	appendStringInfo(&sql, "WITH u AS MATERIALIZED (SELECT DISTINCT %s FROM " DELTA_ENR " s "
-					 "WHERE s._mvinc_op <> 'i'), ",
-					 MvGroupExprsSql(def, "s", true));
 	if (def->retractable)
-		applied = MvRetractStatesSql(def, base,
-									 psprintf("(SELECT * FROM " DELTA_ENR " d WHERE EXISTS "
-											  "(SELECT FROM u WHERE %s)) d",
-											  MvKeyEqSql(def, "d", true, "u")),
-									 "a", &refused);
+	{
+		appendStringInfo(&sql, "WITH a AS MATERIALIZED (%s) ",
+						 MvRetractStatesSql(def, base, DELTA_ENR " d", "a", &refused));
+		/* without GROUP BY the one row, from the source when refused */
+		if (!def->has_group_by)
+		{
+			appendStringInfo(&sql, "SELECT 'r'::pg_catalog.\"char\", %s FROM a WHERE NOT (%s) "
+							 "UNION ALL SELECT 'r', x.* FROM (%s) x WHERE EXISTS (SELECT FROM a WHERE %s)",
+							 MvColumnListSql(def, -1, "a."), refused,
+							 MvDeltaStatesSql(def, source, NULL), refused);
+			return sql.data;
+		}
+		appendStringInfo(&sql, "SELECT 'r'::pg_catalog.\"char\", %s FROM a WHERE NOT (%s) UNION ALL ",
+						 MvColumnListSql(def, -1, "a."), refused);
+	}
 	else
 	{
-		/* nothing retracts: each touched group from the source */
-		initStringInfo(&marker);
-		foreach(lc, def->columns)
-		{
-			MvColumn   *col = lfirst(lc);
-
-			if (col->role == MV_COL_GROUP)
-				appendStringInfo(&marker, "u.%s, ", quote_identifier(col->physname));
-			else if (col->role == MV_COL_AGG)
-				appendStringInfo(&marker, "NULL::%s AS %s, ", MvStorageColumnType(col),
-								 quote_identifier(col->physname));
-		}
-		applied = psprintf("SELECT %s0::pg_catalog.int8 AS _mvinc_count FROM u", marker.data);
+		/* a: the group keys an update or delete touched, all refused */
+		Assert(def->has_group_by);
+		appendStringInfo(&sql, "WITH a AS MATERIALIZED (SELECT DISTINCT %s FROM " DELTA_ENR " s "
+						 "WHERE s._mvinc_op <> 'i') ",
+						 MvGroupExprsSql(def, "s", true));
 		refused = "true";
+		/* the inserts of untouched groups */
+		appendStringInfo(&sql, "SELECT 'i'::pg_catalog.\"char\", x.* FROM (%s) x UNION ALL ",
+						 inserts_sql(def, DELTA_ENR,
+									 psprintf(" AND NOT EXISTS (SELECT FROM a WHERE %s)",
+											  MvKeyEqSql(def, "s", true, "a"))));
 	}
-	appendStringInfo(&sql, "a AS MATERIALIZED (%s) ", applied);
-	/* the inserts of untouched groups */
-	appendStringInfo(&sql, "SELECT 'i'::pg_catalog.\"char\", x.* FROM (%s) x UNION ALL ",
-					 inserts_sql(def, DELTA_ENR,
-								 psprintf(" AND NOT EXISTS (SELECT FROM u WHERE %s)",
-										  MvKeyEqSql(def, "s", true, "u"))));
-	/* touched groups retracted */
-	appendStringInfo(&sql, "SELECT 'r', %s FROM a WHERE NOT (%s) UNION ALL ",
-					 MvColumnListSql(def, -1, "a."), refused);
-	/* touched groups to recompute: a marker row (count 0) in case they are gone... */
+	/* groups to recompute: a marker row (count 0) in case they are gone... */
 	initStringInfo(&marker);
 	foreach(lc, def->columns)
 	{
@@ -215,7 +208,8 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "could not register the delta of materialized view %u", cat->viewid);
 
-	base = OidIsValid(cat->append_oid) ?
+	/* the stored states: the storage, merged with appended ones if any */
+	base = OidIsValid(cat->append_oid) && cat->append_rows > 0 ?
 		psprintf("(%s)", MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, false)) :
 		psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
 	plan = SPI_prepare(replacing_sql(def, base), 0, NULL);
@@ -274,6 +268,7 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 	def = MvDefForView(viewid);
 	if (changes && !MvHybridCanReplace(def))
 		elog(ERROR, "materialized view %u cannot replace groups on read", viewid);
+	Assert(MvHybridCapable(def));
 	query_snap = MvSnapshotText(GetActiveSnapshot(), false);
 	cond = psprintf(" AND s._mvinc_lsn > '%X/%X' "
 					"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
@@ -283,7 +278,24 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	MvSpiConnect();
-	if (changes)
+	if (def->kind == MV_KIND_PROJECTION)
+	{
+		/* each touched row as the delta leaves it: all from the change log */
+		plan = SPI_prepare(MvLastImagesSql(def, MvSourceName(changelog),
+										   psprintf("true%s", cond)), 0, NULL);
+		if (plan == NULL ||
+			SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not compute the delta of materialized view %u", viewid);
+		{
+			MemoryContext spicxt = MemoryContextSwitchTo(outer);
+
+			rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+			for (uint64 i = 0; i < SPI_processed; i++)
+				rows->replaced = lappend(rows->replaced, heap_copytuple(SPI_tuptable->vals[i]));
+			MemoryContextSwitchTo(spicxt);
+		}
+	}
+	else if (changes)
 		compute_replacing(def, cat,
 						  psprintf("SELECT * FROM %s s WHERE %s%s", MvSourceName(changelog),
 								   MvWhereSql(def, "s"), cond),

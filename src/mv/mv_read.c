@@ -212,6 +212,8 @@ MvViewQuerySql(Oid viewid)
  * reader's visible delta, all but the groups that the delta's updates and
  * deletes touched, which come as they now are.  mvinc._delta_states() and
  * mvinc._delta_replaced() compute both sides at run time (mv_hybrid.c).
+ * A projection view's: the stored rows that the delta did not touch, and
+ * the touched ones as the delta's last images leave them.
  */
 static char *
 hybrid_rows_sql(Oid viewid, MvDef *def, MvCatalog *cat, bool finals)
@@ -231,6 +233,17 @@ hybrid_rows_sql(Oid viewid, MvDef *def, MvCatalog *cat, bool finals)
 
 		appendStringInfo(&cols, "%s%s %s", foreach_current_index(lc) ? ", " : "",
 						 quote_identifier(col->physname), MvStorageColumnType(col));
+	}
+	if (def->kind == MV_KIND_PROJECTION)
+	{
+		/* the rows the delta touched, as its last images leave them */
+		replaced = psprintf("mvinc._delta_replaced(%u::pg_catalog.oid) AS r(%s, "
+							"_mvinc_present pg_catalog.bool)", viewid, cols.data);
+		return psprintf("SELECT %s FROM mvinc.%s t WHERE NOT EXISTS (SELECT FROM %s WHERE %s) "
+						"UNION ALL SELECT %s FROM %s WHERE r._mvinc_present",
+						MvColumnListSql(def, -1, "t."), quote_identifier(get_rel_name(cat->storage_oid)),
+						replaced, MvRowidEqSql(def, "t", "r"), MvColumnListSql(def, -1, "r."),
+						replaced);
 	}
 	inserts = psprintf("SELECT * FROM mvinc._delta_states(%u::pg_catalog.oid) AS d(%s)",
 					   viewid, cols.data);
@@ -800,13 +813,8 @@ compute_branch(Oid viewid, bool *changes)
 		delta = MV_DELTA_OTHER;
 	else
 
-		/*
-		 * Only an aggregate view can take the inserts of the delta on read
-		 * (MvHybridCapable): ask for the kind there.
-		 */
 		delta = MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
-							   cat->checkpoint_snapshot, latest,
-							   cat->kind == MV_KIND_AGGREGATE);
+							   cat->checkpoint_snapshot, latest, true);
 	UnregisterSnapshot(latest);
 	if (delta == MV_DELTA_OTHER)
 		return MV_READ_LIVE;
@@ -822,10 +830,16 @@ compute_branch(Oid viewid, bool *changes)
 	 * read the view only through a plain view (which may hide rows or
 	 * columns), the defining query instead.
 	 */
-	if (delta == MV_DELTA_CHANGES && !MvHybridCanReplace(MvDefForView(viewid)))
+	/*
+	 * An aggregate view retracts whole old rows (or recomputes groups); a
+	 * projection view takes each row's last image, a key alone included.
+	 */
+	if (delta == MV_DELTA_KEYONLY && cat->kind != MV_KIND_PROJECTION)
 		return MV_READ_LIVE;
-	*changes = delta == MV_DELTA_CHANGES;
-	if (delta == MV_DELTA_INSERTS || delta == MV_DELTA_CHANGES)
+	if (delta >= MV_DELTA_CHANGES && !MvHybridCanReplace(MvDefForView(viewid)))
+		return MV_READ_LIVE;
+	*changes = delta >= MV_DELTA_CHANGES;
+	if (delta != MV_DELTA_NONE)
 		return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ?
 			MV_READ_HYBRID : MV_READ_LIVE;
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;

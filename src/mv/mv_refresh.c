@@ -562,6 +562,20 @@ rowid_source_cols(MvDef *def, const char *alias)
  * identity the delta touches is deleted from storage, then its last image
  * is inserted when that is a new image (insert or update) that passes WHERE.
  */
+/*
+ * FROM item (alias s) of the change-log rows of changelog that pass cond
+ * (over alias s), each with _mvinc_rn = 1 on the last image of its source
+ * row identity (by commit lsn, then order in the transaction, the new
+ * image of an update last).
+ */
+static char *
+last_images_sql(MvDef *def, const char *changelog, const char *cond)
+{
+	return psprintf("(SELECT s.*, row_number() OVER (PARTITION BY %s ORDER BY s._mvinc_lsn DESC, "
+					"s._mvinc_seq DESC, (s._mvinc_image = 'n') DESC) AS _mvinc_rn "
+					"FROM %s s WHERE %s) s", rowid_source_cols(def, "s"), changelog, cond);
+}
+
 static void
 apply_merge(RefreshCtx *rc)
 {
@@ -571,12 +585,60 @@ apply_merge(RefreshCtx *rc)
 	run(psprintf("DELETE FROM %s t USING (SELECT DISTINCT %s FROM %s s WHERE %s) d WHERE %s",
 				 rc->storage, ids, rc->changelog, rc->delta, rowid_match(def)),
 		InvalidSnapshot, SPI_OK_DELETE);
-	run(insert_from(def, rc->storage,
-					psprintf("(SELECT s.*, row_number() OVER (PARTITION BY %s ORDER BY s._mvinc_lsn DESC, "
-							 "s._mvinc_seq DESC, (s._mvinc_image = 'n') DESC) AS _mvinc_rn "
-							 "FROM %s s WHERE %s) s", ids, rc->changelog, rc->delta),
+	run(insert_from(def, rc->storage, last_images_sql(def, rc->changelog, rc->delta),
 					" AND s._mvinc_rn = 1 AND s._mvinc_image = 'n'"),
 		InvalidSnapshot, SPI_OK_INSERT);
+}
+
+/*
+ * SELECT, for each source row identity that the change-log rows of
+ * changelog passing cond (alias s) touch, its storage row as the last of
+ * them leaves it (storage columns), and _mvinc_present: whether the row is
+ * there (a new image that passes the view's WHERE); the other columns are
+ * NULL when it is not (a key-only old image has nothing else).
+ */
+char *
+MvLastImagesSql(MvDef *def, const char *changelog, const char *cond)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	char	   *present = psprintf("(s._mvinc_image = 'n' AND %s)", where_sql(def, "s"));
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+		char	   *expr = MvExprSql(def->sourceid, (Node *) col->expr, "s");
+
+		if (col->role == MV_COL_ROWID)
+			appendStringInfo(&sql, "%s, ", expr);
+		else
+			appendStringInfo(&sql, "CASE WHEN %s THEN %s END, ", present, expr);
+	}
+	appendStringInfo(&sql, "%s AS _mvinc_present FROM %s WHERE s._mvinc_rn = 1",
+					 present, last_images_sql(def, changelog, cond));
+	return sql.data;
+}
+
+/* Equality of the row identities of storage aliases lalias and ralias */
+char *
+MvRowidEqSql(MvDef *def, const char *lalias, const char *ralias)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_ROWID)
+			appendStringInfo(&buf, "%s%s.%s = %s.%s", buf.len ? " AND " : "",
+							 lalias, quote_identifier(col->physname),
+							 ralias, quote_identifier(col->physname));
+	}
+	return buf.data;
 }
 
 /* Is column attnum of relid NOT NULL? */

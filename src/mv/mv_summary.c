@@ -209,8 +209,9 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
  * question "is the storage the answer, or the storage and the delta?",
  * asked without SPI. Without want_kind it stops at the first such row
  * (MV_DELTA_OTHER then means "some"); a fresh view usually has none after
- * its checkpoint.  With it: only inserts, updates and deletes whose old
- * rows are whole too, or anything else (a truncation, a key-only old row).
+ * its checkpoint.  With it: only inserts; updates and deletes too whose
+ * old rows are whole; some of them with old rows of their key alone; or a
+ * truncation too (the kinds in that order).
  */
 MvDeltaKind
 MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
@@ -223,13 +224,15 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 	while (kind != MV_DELTA_OTHER && delta_scan_next(&ds, NULL))
 	{
 		char		op = delta_char(&ds, ds.opatt);
+		MvDeltaKind row = MV_DELTA_INSERTS;
 
-		if (!want_kind || op == 't' || delta_char(&ds, ds.imageatt) == 'k')
-			kind = MV_DELTA_OTHER;
+		if (!want_kind || op == 't')
+			row = MV_DELTA_OTHER;
+		else if (delta_char(&ds, ds.imageatt) == 'k')
+			row = MV_DELTA_KEYONLY;
 		else if (op != 'i')
-			kind = MV_DELTA_CHANGES;
-		else if (kind == MV_DELTA_NONE)
-			kind = MV_DELTA_INSERTS;
+			row = MV_DELTA_CHANGES;
+		kind = Max(kind, row);
 	}
 	delta_scan_end(&ds);
 	return kind;

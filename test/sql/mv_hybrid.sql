@@ -31,7 +31,7 @@ CREATE MATERIALIZED VIEW hs_rows WITH (mvinc.incremental = true) AS
   SELECT id, g, x FROM hs WHERE b;
 
 -- inserts only: hybrid for the aggregate views (old groups, new groups, NULL
--- keys, rows its WHERE drops), live for the projection view
+-- keys, rows its WHERE drops) and the projection view
 INSERT INTO hs VALUES (401, 1, 'k1', 10, 1, true), (402, 77, 'new', 20, 2, false),
                       (403, NULL, 'k2', 30, 3, true), (404, 2, 'k0', 1, 4, true);
 SELECT v, mvinc.read_path(v), mv_diff(v)
@@ -121,6 +121,40 @@ INSERT INTO hs SELECT * FROM hs_copy;
 DROP TABLE hs_copy;
 SELECT mvinc.read_path('hs_groups'), mv_diff('hs_groups');
 SELECT mode FROM mvinc.refresh('hs_groups');
+
+-- a projection view: the rows the delta touched, as its last images leave
+-- them (with a key-only old image: the source has the default replica
+-- identity), over the stored rows
+SELECT mode FROM mvinc.refresh('hs_rows');
+UPDATE hs SET x = x + 1 WHERE id % 9 = 0;
+UPDATE hs SET b = NOT b WHERE id % 10 = 1;
+DELETE FROM hs WHERE id % 17 = 0;
+UPDATE hs SET id = id + 10000 WHERE id = 33;
+BEGIN;
+UPDATE hs SET x = 0 WHERE id = 42;
+UPDATE hs SET x = 42 WHERE id = 42;
+DELETE FROM hs WHERE id = 45;
+INSERT INTO hs VALUES (45, 1, 'k1', 45, 45, true);
+COMMIT;
+SELECT mvinc.read_path('hs_rows'), mv_diff('hs_rows');
+SELECT id, g, x FROM hs_rows WHERE id IN (33, 10033, 42, 45) ORDER BY id;
+SELECT count(*) FROM hs_rows WHERE id % 17 = 0;
+SELECT mode FROM mvinc.refresh('hs_rows');
+-- a source read only by a projection view keeps key-only old images
+CREATE TABLE hp (a int, b int, t text, PRIMARY KEY (a, b));
+INSERT INTO hp SELECT i, i % 3, 't' || i FROM generate_series(1, 50) i;
+CREATE MATERIALIZED VIEW hp_rows WITH (mvinc.incremental = true) AS
+  SELECT a, upper(t) AS ut FROM hp WHERE a % 5 <> 0;
+SELECT relreplident FROM pg_class WHERE oid = 'hp'::regclass;
+UPDATE hp SET t = 'changed' WHERE a < 10;
+UPDATE hp SET b = b + 10 WHERE a = 11;
+UPDATE hp SET a = 100 WHERE a = 12;
+UPDATE hp SET a = 15 WHERE a = 13;
+DELETE FROM hp WHERE a = 14;
+SELECT mvinc.read_path('hp_rows'), mv_diff('hp_rows');
+SELECT * FROM hp_rows WHERE a IN (1, 11, 12, 13, 14, 15, 100) ORDER BY a;
+DROP MATERIALIZED VIEW hp_rows;
+DROP TABLE hp;
 
 -- a view whose aggregates all retract: touched groups are the stored ones
 -- with the changes applied; the approximate distinct count cannot retract
