@@ -120,6 +120,7 @@ extern Oid	MvincSchemaOid(void);
 /* mv_analyze.c */
 extern MvDef *MvAnalyzeQuery(Query *query, const char *viewname, bool report);
 extern MvDef *MvDefForView(Oid viewid);
+extern void MvCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri);
 extern MvDef *MvAnalyzeHistoryQuery(Query *query, const char *viewname);
 extern Query *MvMatviewQuery(Relation rel);
 extern bool MvViewReadsChildren(Oid viewid, Oid sourceid);
@@ -258,10 +259,11 @@ typedef enum MvDeltaKind
 	MV_DELTA_INSERTS,			/* only inserts */
 	MV_DELTA_CHANGES,			/* updates or deletes too, with whole old rows */
 	MV_DELTA_KEYONLY,			/* ... or with old rows of their key alone */
-	MV_DELTA_OTHER				/* truncations too */
+	MV_DELTA_OTHER				/* truncations too, or too many rows */
 } MvDeltaKind;
 extern MvDeltaKind MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
-								  const char *old_snap, Snapshot latest, bool want_kind);
+								  const char *old_snap, Snapshot latest, bool want_kind,
+								  int64 max_rows);
 
 /* mv_snapshot.c */
 extern char *MvSnapshotText(Snapshot snap, bool own_seen);
@@ -306,10 +308,13 @@ typedef struct MvDeltaRows
 {
 	TupleDesc	desc;
 	List	   *tuples;			/* HeapTuple: inserts' states, merged */
-	List	   *replaced;		/* HeapTuple: groups as they now are */
+	List	   *replaced;		/* HeapTuple: groups (rows) as they now are */
+	bool		projection;		/* a projection view's: rows, no states */
 } MvDeltaRows;
 extern bool MvHybridCapable(MvDef *def);
 extern bool MvHybridCanReplace(MvDef *def);
+extern bool MvHybridReaderMaySee(MvDef *def);
+extern int64 MvHybridMaxDeltaRows(Oid sourceid);
 extern MvDeltaRows *MvComputeDeltaRows(Oid viewid, bool changes);
 extern MvDeltaRows *MvMemoDeltaRows(Oid viewid, Snapshot snap);
 extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap);

@@ -300,6 +300,77 @@ check_from(Query *q)
 	return rtindex;
 }
 
+/* The key columns of an index */
+static Bitmapset *
+index_key_columns(Oid indexoid)
+{
+	Relation	index = index_open(indexoid, AccessShareLock);
+	Bitmapset  *cols = NULL;
+
+	for (int i = 0; i < index->rd_index->indnkeyatts; i++)
+		cols = bms_add_member(cols, index->rd_index->indkey.values[i]);
+	index_close(index, AccessShareLock);
+	return cols;
+}
+
+/*
+ * Do the old rows that the WAL logs for updates and deletes of rel, under
+ * replica identity kind (and index, for REPLICA_IDENTITY_INDEX), hold the
+ * columns cols?  (FULL holds all; NOTHING is refused elsewhere.)
+ */
+static bool
+identity_holds(Relation rel, char kind, Oid index, Bitmapset *cols)
+{
+	if (kind == REPLICA_IDENTITY_FULL || kind == REPLICA_IDENTITY_NOTHING)
+		return true;
+	if (kind == REPLICA_IDENTITY_DEFAULT)
+		index = RelationGetPrimaryKeyIndex(rel);
+	return OidIsValid(index) && bms_is_subset(cols, index_key_columns(index));
+}
+
+/*
+ * ALTER TABLE relid REPLICA IDENTITY ...: refuse an identity whose old
+ * rows would lack the row identity of a projection view of the table (its
+ * deletes and key changes could not be applied).
+ */
+void
+MvCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
+{
+	Relation	rel;
+	Oid			index = InvalidOid;
+	ListCell   *lc;
+
+	if (ri->identity_type == REPLICA_IDENTITY_INDEX)
+	{
+		index = get_relname_relid(ri->name, get_rel_namespace(relid));
+		if (!OidIsValid(index))
+			return;				/* PostgreSQL says so */
+	}
+	rel = table_open(relid, AccessShareLock);
+	foreach(lc, MvViewsOfSource(relid))
+	{
+		Oid			viewid = lfirst_oid(lc);
+		MvDef	   *def = MvDefForView(viewid);
+		Bitmapset  *rowid = NULL;
+		ListCell   *lk;
+
+		if (def->kind != MV_KIND_PROJECTION)
+			continue;
+		foreach(lk, def->columns)
+			if (((MvColumn *) lfirst(lk))->role == MV_COL_ROWID)
+				rowid = bms_add_member(rowid, ((MvColumn *) lfirst(lk))->srcattnum);
+		if (!identity_holds(rel, ri->identity_type, index, rowid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot change the replica identity of table \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("Incremental view \"%s\" identifies rows by the primary key, which the old rows of updates and deletes would not hold.",
+							   get_rel_name(viewid)),
+					 errhint("Use REPLICA IDENTITY FULL or DEFAULT, or an index that includes the primary key.")));
+	}
+	table_close(rel, AccessShareLock);
+}
+
 /* Add the hidden row identity columns of a projection view */
 static void
 add_rowid_columns(MvDef *def, const char *relname)
@@ -315,6 +386,11 @@ add_rowid_columns(MvDef *def, const char *relname)
 		refuse(psprintf("The source \"%s\" has no primary key or replica identity index, which a projection view needs to identify its rows.",
 						relname),
 			   "Add a primary key to the source table, or add GROUP BY to the view.");
+	if (!identity_holds(rel, rel->rd_rel->relreplident, RelationGetReplicaIndex(rel),
+						index_key_columns(indexoid)))
+		refuse(psprintf("The replica identity index of \"%s\" does not hold its primary key, which a projection view identifies rows by: the WAL would not tell which rows deletes and updates change.",
+						relname),
+			   "Use ALTER TABLE ... REPLICA IDENTITY DEFAULT or FULL on the source first.");
 	index = index_open(indexoid, AccessShareLock);
 	for (i = 0; i < index->rd_index->indnkeyatts; i++)
 	{

@@ -37,10 +37,12 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "catalog/pg_class.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 #include "utils/queryenvironment.h"
 
@@ -72,6 +74,53 @@ MvHybridCanReplace(MvDef *def)
 	if (def->kind == MV_KIND_PROJECTION)
 		return true;
 	return MvHybridCapable(def) && (def->has_group_by || def->retractable);
+}
+
+/*
+ * May the current user see what a hybrid read's delta functions return?
+ * An aggregate view's delta is its own groups (the caller may read the
+ * view: checked apart); a projection view's also holds the source's row
+ * identities, of rows the view's WHERE may hide, so the caller must be
+ * able to read those columns of the source.
+ */
+bool
+MvHybridReaderMaySee(MvDef *def)
+{
+	ListCell   *lc;
+
+	if (def->kind != MV_KIND_PROJECTION ||
+		pg_class_aclcheck(def->sourceid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		return true;
+	/* (column rights add to the table's: no ACL on a column is no right) */
+	foreach(lc, def->columns)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role == MV_COL_ROWID &&
+			pg_attribute_aclcheck(def->sourceid, col->srcattnum, GetUserId(),
+								  ACL_SELECT) != ACLCHECK_OK)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Most change-log rows a hybrid read takes on: past about an eighth of the
+ * source's rows the defining query is cheaper (a delta row costs several
+ * times a source row: fetched, copied, merged or retracted per group).
+ * 0 (no bound) while the source was never analyzed.
+ */
+int64
+MvHybridMaxDeltaRows(Oid sourceid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(sourceid));
+	float4		reltuples;
+
+	if (!HeapTupleIsValid(tup))
+		return 0;
+	reltuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+	ReleaseSysCache(tup);
+	return reltuples > 0 ? Max((int64) (reltuples / 8), 1000) : 0;
 }
 
 /* Name under which the delta's change-log rows reach the replacing query */
@@ -180,7 +229,7 @@ without_first_column(TupleDesc desc)
  * fetched by query fetch under snapshot latest; the rows go into *rows,
  * copied into context outer.  Runs inside an SPI connection.
  */
-static void
+static bool
 compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest,
 				  MvDeltaRows *rows, MemoryContext outer)
 {
@@ -195,6 +244,9 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 	if (plan == NULL ||
 		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the delta of materialized view %u", cat->viewid);
+	/* every change outside the view's WHERE: nothing to replace */
+	if (SPI_processed == 0)
+		return false;
 	store = tuplestore_begin_heap(false, false, work_mem);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		tuplestore_puttuple(store, SPI_tuptable->vals[i]);
@@ -239,6 +291,7 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 		MemoryContextSwitchTo(spicxt);
 	}
 	tuplestore_end(store);
+	return true;
 }
 
 /*
@@ -269,6 +322,9 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 	if (changes && !MvHybridCanReplace(def))
 		elog(ERROR, "materialized view %u cannot replace groups on read", viewid);
 	Assert(MvHybridCapable(def));
+	/* groups may come from the source: with the owner's rights, as a refresh */
+	if (changes)
+		MvCheckOwnerCanRead(viewid);
 	query_snap = MvSnapshotText(GetActiveSnapshot(), false);
 	cond = psprintf(" AND s._mvinc_lsn > '%X/%X' "
 					"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
@@ -278,7 +334,8 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	MvSpiConnect();
-	if (def->kind == MV_KIND_PROJECTION)
+	rows->projection = def->kind == MV_KIND_PROJECTION;
+	if (rows->projection)
 	{
 		/* each touched row as the delta leaves it: all from the change log */
 		plan = SPI_prepare(MvLastImagesSql(def, MvSourceName(changelog),
@@ -295,12 +352,11 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 			MemoryContextSwitchTo(spicxt);
 		}
 	}
-	else if (changes)
-		compute_replacing(def, cat,
-						  psprintf("SELECT * FROM %s s WHERE %s%s", MvSourceName(changelog),
-								   MvWhereSql(def, "s"), cond),
-						  latest, rows, outer);
-	else
+	else if (!changes ||
+			 !compute_replacing(def, cat,
+								psprintf("SELECT * FROM %s s WHERE %s%s", MvSourceName(changelog),
+										 MvWhereSql(def, "s"), cond),
+								latest, rows, outer))
 	{
 		plan = SPI_prepare(inserts_sql(def, MvSourceName(changelog), cond), 0, NULL);
 		if (plan == NULL ||
@@ -382,6 +438,11 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for materialized view %s",
 						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
+	if (!MvHybridReaderMaySee(MvDefForView(viewid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for the row identity of the source of materialized view %s",
+						get_rel_name(viewid))));
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	/* computed ahead by the executor-start hook for a parallel statement? */

@@ -812,9 +812,9 @@ compute_branch(Oid viewid, bool *changes)
 	if (MvRetainedFromIn(cat->sourceid, latest) > cat->checkpoint_lsn)
 		delta = MV_DELTA_OTHER;
 	else
-
 		delta = MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
-							   cat->checkpoint_snapshot, latest, true);
+							   cat->checkpoint_snapshot, latest, true,
+							   MvHybridMaxDeltaRows(cat->sourceid));
 	UnregisterSnapshot(latest);
 	if (delta == MV_DELTA_OTHER)
 		return MV_READ_LIVE;
@@ -825,23 +825,25 @@ compute_branch(Oid viewid, bool *changes)
 								query_snap, active);
 		MvSpiFinish();
 	}
-	/*
-	 * The hybrid arm's delta is the whole view's: for a reader who may
-	 * read the view only through a plain view (which may hide rows or
-	 * columns), the defining query instead.
-	 */
-	/*
-	 * An aggregate view retracts whole old rows (or recomputes groups); a
-	 * projection view takes each row's last image, a key alone included.
-	 */
-	if (delta == MV_DELTA_KEYONLY && cat->kind != MV_KIND_PROJECTION)
-		return MV_READ_LIVE;
-	if (delta >= MV_DELTA_CHANGES && !MvHybridCanReplace(MvDefForView(viewid)))
-		return MV_READ_LIVE;
-	*changes = delta >= MV_DELTA_CHANGES;
 	if (delta != MV_DELTA_NONE)
-		return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ?
-			MV_READ_HYBRID : MV_READ_LIVE;
+	{
+		MvDef	   *def = MvDefForView(viewid);
+
+		/*
+		 * An aggregate view retracts whole old rows (or recomputes groups);
+		 * a projection view takes each row's last image, a key alone
+		 * included.  The hybrid arm's delta is the whole view's: for a
+		 * reader who may read the view only through a plain view (which may
+		 * hide rows or columns), the defining query instead.
+		 */
+		if ((delta == MV_DELTA_KEYONLY && def->kind != MV_KIND_PROJECTION) ||
+			(delta >= MV_DELTA_CHANGES && !MvHybridCanReplace(def)) ||
+			pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+			!MvHybridReaderMaySee(def))
+			return MV_READ_LIVE;
+		*changes = delta >= MV_DELTA_CHANGES;
+		return MV_READ_HYBRID;
+	}
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
 }
 
@@ -936,12 +938,23 @@ MvPinReadBranch(Oid viewid, Snapshot snap, bool pin)
 	}
 }
 
-/* The transaction ended: no read node runs any more */
+/*
+ * The transaction ended: no read node runs any more, and no entry will
+ * match again (they are the transaction's): free their deltas.
+ */
 void
 MvUnpinReadBranches(void)
 {
 	for (int i = 0; i < fresh_memo_size; i++)
-		fresh_memo[i].pins = 0;
+	{
+		FreshMemo  *m = &fresh_memo[i];
+
+		m->pins = 0;
+		if (m->delta_cxt)
+			MemoryContextDelete(m->delta_cxt);
+		m->delta_cxt = NULL;
+		m->delta = NULL;
+	}
 }
 
 /*

@@ -99,7 +99,7 @@ typedef struct ReadScanState
 	int			taken;			/* MvReadBranch decided, or -1 (EXPLAIN only) */
 	PlanState  *child;			/* the arm that runs */
 	int64		delta_rows;		/* a hybrid read's delta state rows, or -1 */
-	int64		replaced_rows;	/* ... and groups its updates and deletes replace */
+	int64		replaced_rows;	/* ... and its rows that replace stored ones */
 	bool		pinned;			/* holds the decision in the memo */
 	Snapshot	snapshot;		/* ... made under this snapshot */
 } ReadScanState;
@@ -430,7 +430,7 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 	{
 		MvDeltaRows *delta = MvHybridDeltaRows(rs->viewid, GetActiveSnapshot());
 
-		rs->delta_rows = delta ? list_length(delta->tuples) : 0;
+		rs->delta_rows = delta && !delta->projection ? list_length(delta->tuples) : -1;
 		rs->replaced_rows = delta ? list_length(delta->replaced) : 0;
 	}
 	PopActiveSnapshot();
@@ -506,7 +506,7 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (rs->delta_rows >= 0)
 		ExplainPropertyInteger("Delta State Rows", NULL, rs->delta_rows, es);
 	if (rs->replaced_rows > 0)
-		ExplainPropertyInteger("Replaced Groups", NULL, rs->replaced_rows, es);
+		ExplainPropertyInteger("Replacing Rows", NULL, rs->replaced_rows, es);
 }
 
 /* Install the path hook and register the node */

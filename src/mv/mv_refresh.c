@@ -611,10 +611,12 @@ MvLastImagesSql(MvDef *def, const char *changelog, const char *cond)
 		MvColumn   *col = lfirst(lc);
 		char	   *expr = MvExprSql(def->sourceid, (Node *) col->expr, "s");
 
+		/* (a CASE of a domain type gives its base type: cast back) */
 		if (col->role == MV_COL_ROWID)
 			appendStringInfo(&sql, "%s, ", expr);
 		else
-			appendStringInfo(&sql, "CASE WHEN %s THEN %s END, ", present, expr);
+			appendStringInfo(&sql, "CASE WHEN %s THEN %s END::%s, ", present, expr,
+							 MvStorageColumnType(col));
 	}
 	appendStringInfo(&sql, "%s AS _mvinc_present FROM %s WHERE s._mvinc_rn = 1",
 					 present, last_images_sql(def, changelog, cond));
@@ -768,14 +770,20 @@ MvRetractStatesSql(MvDef *def, const char *base, const char *delta, const char *
 		appendStringInfo(&ref, "%s%s.%s IS NULL", ref.len ? " OR " : "", ralias,
 						 quote_identifier(col->physname));
 	}
+	/* without GROUP BY the one row comes even from no delta rows: sum is NULL */
 	appendStringInfo(&sql, "coalesce(max(t._mvinc_count), 0) + "
-					 "sum(CASE WHEN d._mvinc_image = 'n' THEN 1 ELSE -1 END) AS _mvinc_count, "
-					 "max(t._mvinc_count) IS NULL AS _mvinc_new FROM %s ", delta);
+					 "coalesce(sum(CASE d._mvinc_image WHEN 'n' THEN 1 WHEN 'o' THEN -1 END), 0) "
+					 "AS _mvinc_count, max(t._mvinc_count) IS NULL AS _mvinc_new ");
+	/*
+	 * Per group of the delta, its stored row if any; without GROUP BY the
+	 * one stored row, with the delta's rows if any (none pass the WHERE:
+	 * the row as stored, not a row of nothing)
+	 */
 	if (keys)
-		appendStringInfo(&sql, "LEFT JOIN %s t ON %s GROUP BY %s",
-						 base, MvKeyEqSql(def, "d", true, "t"), keys);
+		appendStringInfo(&sql, "FROM %s LEFT JOIN %s t ON %s GROUP BY %s",
+						 delta, base, MvKeyEqSql(def, "d", true, "t"), keys);
 	else
-		appendStringInfo(&sql, "LEFT JOIN %s t ON true", base);
+		appendStringInfo(&sql, "FROM %s t LEFT JOIN %s ON true", base, delta);
 	*refused = ref.len ? ref.data : "false";
 	return sql.data;
 }

@@ -146,7 +146,8 @@ char *
 MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool ordered)
 {
 	char	   *arg = agg_arg_sql(col, alias);
-	char	   *sign = psprintf("CASE WHEN %s._mvinc_image = 'n' THEN 1 ELSE -1 END", alias);
+	/* NULL (no row: an outer join's filler) adds nothing */
+	char	   *sign = psprintf("CASE %s._mvinc_image WHEN 'n' THEN 1 WHEN 'o' THEN -1 END", alias);
 	char	   *order = ordered ? psprintf(" ORDER BY %s DESC", sign) : "";
 
 	if (arg == NULL)

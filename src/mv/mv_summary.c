@@ -211,14 +211,16 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
  * (MV_DELTA_OTHER then means "some"); a fresh view usually has none after
  * its checkpoint.  With it: only inserts; updates and deletes too whose
  * old rows are whole; some of them with old rows of their key alone; or a
- * truncation too (the kinds in that order).
+ * truncation too, or more than max_rows rows when max_rows > 0 (the kinds
+ * in that order).
  */
 MvDeltaKind
 MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
-			   const char *old_snap, Snapshot latest, bool want_kind)
+			   const char *old_snap, Snapshot latest, bool want_kind, int64 max_rows)
 {
 	MvDeltaKind kind = MV_DELTA_NONE;
 	DeltaScan	ds;
+	int64		rows = 0;
 
 	delta_scan_begin(&ds, changelog, from, InvalidXLogRecPtr, query_snap, old_snap, latest);
 	while (kind != MV_DELTA_OTHER && delta_scan_next(&ds, NULL))
@@ -226,7 +228,7 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 		char		op = delta_char(&ds, ds.opatt);
 		MvDeltaKind row = MV_DELTA_INSERTS;
 
-		if (!want_kind || op == 't')
+		if (!want_kind || op == 't' || (max_rows > 0 && ++rows > max_rows))
 			row = MV_DELTA_OTHER;
 		else if (delta_char(&ds, ds.imageatt) == 'k')
 			row = MV_DELTA_KEYONLY;

@@ -596,6 +596,7 @@ refuse_source_alter(AlterTableStmt *stmt)
 			ReplicaIdentityStmt *ri = (ReplicaIdentityStmt *) cmd->def;
 
 			HistCheckReplicaIdentity(relid, ri);
+			MvCheckReplicaIdentity(relid, ri);
 
 			if (ri->identity_type == REPLICA_IDENTITY_NOTHING ||
 				(ri->identity_type == REPLICA_IDENTITY_DEFAULT &&

@@ -20,7 +20,7 @@ DECLARE
 BEGIN
   FOR line IN EXECUTE format('EXPLAIN (ANALYZE %s, COSTS OFF, TIMING OFF, SUMMARY OFF) %s',
                              CASE WHEN run THEN 'true' ELSE 'false' END, stmt) LOOP
-    IF line ~ '(Mvinc View Read|View:|Candidate Paths|Expected Path|  Path:|Delta State Rows|Replaced Groups)' THEN
+    IF line ~ '(Mvinc View Read|View:|Candidate Paths|Expected Path|  Path:|Delta State Rows|Replacing Rows)' THEN
       RETURN NEXT regexp_replace(line, '^\s*(->\s*)?', '');
     END IF;
   END LOOP;
