@@ -442,32 +442,50 @@ static Oid	fetch_cache_relfilenode = InvalidOid;
 /*
  * The rewriters of the relations ColfileCheckRewrite read last, until
  * transaction end (a rewriter is set once, when its file is made, and a
- * file number is not reused within a transaction)
+ * file number is not reused within a transaction), with the verdict when
+ * it cannot concern any snapshot of this transaction: then a check is one
+ * lookup here (it runs at every index fetch).
  */
 #define REWRITE_CACHE_SIZE 8
 static struct
 {
 	RelFileNode node;
 	FullTransactionId xid;
+	bool		seen_by_all;	/* every snapshot of this transaction sees it */
 }			rewrite_cache[REWRITE_CACHE_SIZE];
 static int	rewrite_cache_used = 0;
 static int	rewrite_cache_next = 0;
 
-static FullTransactionId
-rewrite_xid_cached(Relation rel)
+/* The cache entry of rel's rewriter, read from the metapage when missing */
+static int
+rewrite_entry(Relation rel)
 {
 	int			i;
+	FullTransactionId fxid;
 
 	for (i = 0; i < rewrite_cache_used; i++)
 		if (RelFileNodeEquals(rewrite_cache[i].node, rel->rd_node))
-			return rewrite_cache[i].xid;
+			return i;
 	i = rewrite_cache_next;
 	rewrite_cache_next = (rewrite_cache_next + 1) % REWRITE_CACHE_SIZE;
 	if (rewrite_cache_used < REWRITE_CACHE_SIZE)
 		rewrite_cache_used++;
+	fxid = ColfileRewriteXid(rel);
 	rewrite_cache[i].node = rel->rd_node;
-	rewrite_cache[i].xid = ColfileRewriteXid(rel);
-	return rewrite_cache[i].xid;
+	rewrite_cache[i].xid = fxid;
+
+	/*
+	 * None, over 2^31 ids ago (before any snapshot; a 32-bit test would
+	 * wrap), or older than this transaction's xmin, which no later snapshot
+	 * of the transaction goes below (a file made by a transaction that did
+	 * not commit is never read by others).
+	 */
+	rewrite_cache[i].seen_by_all = !FullTransactionIdIsNormal(fxid) ||
+		U64FromFullTransactionId(ReadNextFullTransactionId()) -
+		U64FromFullTransactionId(fxid) >= (uint64) 1 << 31 ||
+		(TransactionIdIsNormal(TransactionXmin) &&
+		 TransactionIdPrecedes(XidFromFullTransactionId(fxid), TransactionXmin));
+	return i;
 }
 
 /*
@@ -481,19 +499,15 @@ rewrite_xid_cached(Relation rel)
 void
 ColfileCheckRewrite(Relation rel, Snapshot snapshot)
 {
-	FullTransactionId fxid;
+	int			entry;
 	TransactionId xid;
 
 	if (snapshot == NULL || snapshot->snapshot_type != SNAPSHOT_MVCC)
 		return;
-	fxid = rewrite_xid_cached(rel);
-	if (!FullTransactionIdIsNormal(fxid))
+	entry = rewrite_entry(rel);
+	if (rewrite_cache[entry].seen_by_all)
 		return;
-	/* over 2^31 ids ago: before any snapshot (a 32-bit test would wrap) */
-	if (U64FromFullTransactionId(ReadNextFullTransactionId()) -
-		U64FromFullTransactionId(fxid) >= (uint64) 1 << 31)
-		return;
-	xid = XidFromFullTransactionId(fxid);
+	xid = XidFromFullTransactionId(rewrite_cache[entry].xid);
 	if (TransactionIdIsCurrentTransactionId(xid) || !XidInMVCCSnapshot(xid, snapshot))
 		return;
 	ereport(ERROR,
