@@ -260,10 +260,24 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "could not register the delta of materialized view %u", cat->viewid);
 
-	/* the stored states: the storage, merged with appended ones if any */
-	base = OidIsValid(cat->append_oid) && cat->append_rows > 0 ?
-		psprintf("(%s)", MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, false)) :
-		psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
+	/*
+	 * The stored states: the storage, merged with appended ones if any,
+	 * of the groups in the delta alone (a join with the merge would merge
+	 * every group first)
+	 */
+	base = psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid)));
+	if (OidIsValid(cat->append_oid) && cat->append_rows > 0)
+	{
+		char	   *in_delta = "(SELECT * FROM mvinc.%s t WHERE EXISTS "
+			"(SELECT FROM " DELTA_ENR " d WHERE %s))";
+
+		base = psprintf("(%s)",
+						MvMergedSql(def, psprintf(in_delta, quote_identifier(get_rel_name(cat->storage_oid)),
+												  MvKeyEqSql(def, "d", true, "t")),
+									psprintf(in_delta, quote_identifier(get_rel_name(cat->append_oid)),
+											 MvKeyEqSql(def, "d", true, "t")),
+									false));
+	}
 	plan = SPI_prepare(replacing_sql(def, base), 0, NULL);
 	if (plan == NULL ||
 		SPI_execute_snapshot(plan, NULL, NULL, GetActiveSnapshot(), InvalidSnapshot,

@@ -204,6 +204,12 @@ CREATE MATERIALIZED VIEW hs_sums WITH (mvinc.incremental = true) AS
 CREATE MATERIALIZED VIEW hs_dist WITH (mvinc.incremental = true) AS
   SELECT k, count(*) AS n, mvinc.approx_count_distinct(g) AS dg FROM hs GROUP BY k;
 SELECT mode FROM mvinc.refresh('hs_sums');
+-- (appended state rows waiting too: the stored states merge them)
+INSERT INTO hs SELECT i, i % 4, 'k' || (i % 3), i, i, true FROM generate_series(3001, 3040) i;
+SET mvinc.compact_fraction = 1000;
+SELECT mode FROM mvinc.refresh('hs_sums');
+RESET mvinc.compact_fraction;
+SELECT append_rows > 0 AS has_append_rows FROM mvinc.views WHERE view = 'hs_sums'::regclass;
 UPDATE hs SET x = x + 100, f = f * 2 WHERE id % 7 = 0;
 DELETE FROM hs WHERE id % 11 = 0;
 INSERT INTO hs VALUES (950, 1, 'k9', 5, 1, true);
