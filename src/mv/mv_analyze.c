@@ -542,9 +542,6 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 				if (agg->aggorder != NIL)
 					refuse(psprintf("The query uses ORDER BY in aggregate %s.", aggname),
 						   "Remove ORDER BY from the aggregate call.");
-				if (agg->aggfilter != NULL)
-					refuse(psprintf("The query uses FILTER in aggregate %s.", aggname),
-						   "Move the condition into the WHERE clause of a separate view.");
 				if (!MvAggSupported(agg->aggfnoid, &why))
 					refuse(psprintf("The query uses the aggregate %s. %s", aggname, why),
 						   "Use an aggregate that supports partial aggregation (it has a combine function).");
@@ -553,7 +550,7 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 				col->attnum = tle->resno;
 				if (!MvAggRetractable(agg->aggfnoid))
 					def->retractable = false;
-				if (agg->aggstar && agg->aggfnoid == F_COUNT_)
+				if (agg->aggstar && agg->aggfnoid == F_COUNT_ && agg->aggfilter == NULL)
 				{
 					/* count(*) is the hidden group count itself */
 					col->derived_count = true;
@@ -569,7 +566,7 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 						MvColumn   *other = lfirst(lc2);
 						Aggref	   *oagg = (Aggref *) other->expr;
 
-						if (equal(oagg->args, agg->args) &&
+						if (equal(oagg->args, agg->args) && equal(oagg->aggfilter, agg->aggfilter) &&
 							MvincAggSameState(other->aggfnoid, agg->aggfnoid))
 						{
 							col->shared = true;

@@ -61,15 +61,30 @@ agg_arg_sql(MvColumn *col, const char *alias)
 	return MvExprSql(col->sourceid, (Node *) ((TargetEntry *) linitial(agg->args))->expr, alias);
 }
 
+/*
+ * The aggregate's FILTER condition over rows of alias, or NULL.  (A group
+ * where no row passes it keeps the empty state, NULL.)
+ */
+static char *
+agg_filter_sql(MvColumn *col, const char *alias)
+{
+	Aggref	   *agg = (Aggref *) col->expr;
+
+	if (agg->aggfilter == NULL)
+		return NULL;
+	return MvExprSql(col->sourceid, (Node *) agg->aggfilter, alias);
+}
+
 /* Aggregate expression computing the state of col over rows of alias */
 char *
 MvStateAggSql(MvColumn *col, const char *alias)
 {
 	char	   *arg = agg_arg_sql(col, alias);
+	char	   *filter = agg_filter_sql(col, alias);
+	char	   *call = arg == NULL ? psprintf("mvinc.agg_state(%s)", agg_literal(col)) :
+		psprintf("mvinc.agg_state(%s, %s)", agg_literal(col), arg);
 
-	if (arg == NULL)
-		return psprintf("mvinc.agg_state(%s)", agg_literal(col));
-	return psprintf("mvinc.agg_state(%s, %s)", agg_literal(col), arg);
+	return filter ? psprintf("%s FILTER (WHERE %s)", call, filter) : call;
 }
 
 /* NULL of a type, with its collation when it has one */
@@ -146,8 +161,11 @@ char *
 MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool ordered)
 {
 	char	   *arg = agg_arg_sql(col, alias);
-	/* NULL (no row: an outer join's filler) adds nothing */
-	char	   *sign = psprintf("CASE %s._mvinc_image WHEN 'n' THEN 1 WHEN 'o' THEN -1 END", alias);
+	/* NULL (no row: an outer join's filler; a row the FILTER drops) adds nothing */
+	char	   *filter = agg_filter_sql(col, alias);
+	char	   *sign = psprintf("CASE %sWHEN %s._mvinc_image = 'n' THEN 1 WHEN %s._mvinc_image = 'o' THEN -1 END",
+								filter ? psprintf("WHEN NOT coalesce(%s, false) THEN NULL ", filter) : "",
+								alias, alias);
 	char	   *order = ordered ? psprintf(" ORDER BY %s DESC", sign) : "";
 
 	if (arg == NULL)
