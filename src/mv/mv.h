@@ -64,6 +64,7 @@ typedef struct MvDef
 	List	   *columns;		/* MvColumn *, in storage column order */
 	List	   *viewcols;		/* MvColumn * for view column 1..n, in order */
 	bool		retractable;	/* every aggregate can retract (agg_apply) */
+	Node	   *having;			/* HAVING over the view's own columns, or NULL */
 } MvDef;
 
 /* A catalog row of mvinc.mv_view */

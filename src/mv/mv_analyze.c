@@ -371,6 +371,44 @@ MvCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
 	table_close(rel, AccessShareLock);
 }
 
+/*
+ * HAVING as a condition over the view's own columns: each aggregate, and
+ * each group key outside aggregates, must be one the select list shows
+ * (storage keeps every group; reads filter the finalized rows, so a group
+ * can leave and come back).
+ */
+static Node *
+having_mutator(Node *node, List *viewcols)
+{
+	ListCell   *lc;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, viewcols)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->attnum > 0 && (col->role == MV_COL_AGG || col->role == MV_COL_GROUP) &&
+			equal(node, col->expr))
+			return (Node *) makeVar(1, col->attnum, exprType(node), exprTypmod(node),
+									exprCollation(node), 0);
+	}
+	if (IsA(node, Aggref))
+		refuse(psprintf("The HAVING clause uses the aggregate %s, which the select list does not show.",
+						format_procedure(((Aggref *) node)->aggfnoid)),
+			   "Add the aggregate to the select list.");
+	if (IsA(node, Var))
+		refuse("The HAVING clause uses a column outside aggregates that the select list does not show.",
+			   "Add the GROUP BY item to the select list.");
+	return expression_tree_mutator(node, having_mutator, viewcols);
+}
+
+static Node *
+having_over_view(Node *having, List *viewcols)
+{
+	return having_mutator(having, viewcols);
+}
+
 /* Add the hidden row identity columns of a projection view */
 static void
 add_rowid_columns(MvDef *def, const char *relname)
@@ -447,7 +485,7 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 	if (q->distinctClause != NIL)
 		refuse("The query uses DISTINCT.",
 			   "Use GROUP BY over the selected columns instead of DISTINCT.");
-	if (q->havingQual != NULL)
+	if (q->havingQual != NULL && analyzing_history)
 		refuse("The query uses a HAVING clause.",
 			   "Filter on the aggregate when reading the view.");
 	if (q->groupingSets != NIL)
@@ -478,6 +516,7 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 	{
 		ChangeVarNodes((Node *) q->targetList, rtindex, 1, 0);
 		ChangeVarNodes((Node *) q->jointree->quals, rtindex, 1, 0);
+		ChangeVarNodes(q->havingQual, rtindex, 1, 0);
 	}
 	def->where = q->jointree->quals;
 	if (def->where)
@@ -590,6 +629,11 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			viewcols = lappend(viewcols, col);
 		}
 		def->columns = list_concat(def->columns, aggcols);
+		if (q->havingQual != NULL)
+		{
+			check_expr(q->havingQual, "HAVING clause");
+			def->having = having_over_view(q->havingQual, viewcols);
+		}
 		def->columns = lappend(def->columns,
 							   make_column(MV_COL_COUNT, "_mvinc_count", NULL));
 		((MvColumn *) llast(def->columns))->typid = INT8OID;

@@ -192,11 +192,17 @@ MvStoredContentSql(Oid viewid, MvCatalog *cat)
 	MvDef	   *def = MvDefForView(viewid);
 	bool		finals = has_stored_finals(cat->storage_oid, def);
 
+	char	   *sql;
+
 	if (OidIsValid(cat->append_oid))
-		return psprintf("%s FROM (%s) t", finalized_columns(viewid, def, finals),
-						MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals));
-	return psprintf("%s FROM mvinc.%s t", finalized_columns(viewid, def, finals),
-					quote_identifier(get_rel_name(cat->storage_oid)));
+		sql = psprintf("%s FROM (%s) t", finalized_columns(viewid, def, finals),
+					   MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals));
+	else
+		sql = psprintf("%s FROM mvinc.%s t", finalized_columns(viewid, def, finals),
+					   quote_identifier(get_rel_name(cat->storage_oid)));
+	if (def->having)
+		sql = psprintf("SELECT * FROM (%s) v WHERE %s", sql, MvExprSql(viewid, def->having, "v"));
+	return sql;
 }
 
 /* SQL of the view's defining query */
@@ -314,6 +320,9 @@ build_read_query(Oid viewid, MvCatalog *cat)
 	else
 		appendStringInfo(&sql, "%s", view_query_sql(viewid));
 	appendStringInfoString(&sql, ") v");
+	/* HAVING on the view's rows (the defining query applied it already: harmless) */
+	if (def->having)
+		appendStringInfo(&sql, " WHERE %s", MvExprSql(viewid, def->having, "v"));
 
 	raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
 	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.data, NULL, 0, NULL);

@@ -31,6 +31,9 @@ CREATE MATERIALIZED VIEW d_filt WITH (mvinc.incremental = true) AS
   SELECT g, count(*) FILTER (WHERE v > 100) AS nbig, sum(v) FILTER (WHERE h <> 'h1') AS sh,
          avg(w) FILTER (WHERE v > 50) AS aw, min(v) FILTER (WHERE w > 2) AS lo
   FROM d_src GROUP BY g;
+-- HAVING: groups leave and come back
+CREATE MATERIALIZED VIEW d_have WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n, sum(v) AS s FROM d_src GROUP BY g HAVING count(*) > 10 AND sum(v) > 1000;
 -- one state row, every aggregate retractable (appends merge into it)
 CREATE MATERIALIZED VIEW d_oneret WITH (mvinc.incremental = true) AS
   SELECT count(*) AS n, sum(v) AS s, avg(w) AS a FROM d_src WHERE h IS NOT NULL;
@@ -56,7 +59,7 @@ CREATE TABLE d_log (step int, op text, modes text, fresh_reads int, merged_reads
 CREATE PROCEDURE d_run(steps int, seed float8) LANGUAGE plpgsql AS $$
 DECLARE
   views regclass[] := ARRAY['d_agg', 'd_ret', 'd_one', 'd_proj', 'd_grp', 'd_key', 'd_keymax', 'd_oneret',
-                            'd_filt']::regclass[];
+                            'd_filt', 'd_have']::regclass[];
   vw regclass;
   r float8;
   op text;
