@@ -34,7 +34,8 @@ typedef enum MvColRole
 	MV_COL_AGG,					/* aggregate state, bytea (s<n>) */
 	MV_COL_PLAIN,				/* projected expression (c<n>) */
 	MV_COL_COUNT,				/* hidden count(*) of the group */
-	MV_COL_ROWID				/* hidden source row identity column */
+	MV_COL_ROWID,				/* hidden source row identity column */
+	MV_COL_EXPR					/* view column computed on read from its parts */
 } MvColRole;
 
 typedef struct MvColumn
@@ -51,9 +52,14 @@ typedef struct MvColumn
 	AttrNumber	srcattnum;		/* MV_COL_ROWID only: source column */
 	bool		derived_count;	/* MV_COL_AGG count(*): read _mvinc_count */
 	bool		shared;			/* MV_COL_AGG: reads another column's state */
+	List	   *parts;			/* MV_COL_EXPR: the key and aggregate columns
+								 * its parameters MV_PART_PARAM + i stand for */
 } MvColumn;
 
 /* A validated view definition */
+/* First parameter number of the parts of an expression column */
+#define MV_PART_PARAM 10001
+
 typedef struct MvDef
 {
 	MvKind		kind;
@@ -183,6 +189,8 @@ extern char *MvStateCombineSql(MvColumn *col, const char *state);
 extern char *MvStateFinalSql(MvColumn *col, const char *state);
 extern char *MvStateStoredFinalSql(MvColumn *col, const char *state);
 extern char *MvStoredFinalName(MvColumn *col);
+extern bool MvStateReadRaw(MvDef *def, MvColumn *col);
+extern char *MvPartsExprSql(MvDef *def, MvColumn *col, bool finals);
 extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias,
 							   bool ordered);
 extern bool MvAggSupported(Oid aggfnoid, const char **why);

@@ -409,6 +409,134 @@ having_over_view(Node *having, List *viewcols)
 	return having_mutator(having, viewcols);
 }
 
+/*
+ * The storage column of an aggregate of the select list (or of an
+ * expression over aggregates, then hidden): refused when it cannot be
+ * kept; count(*) is the hidden group count; aggregates with the same
+ * state (sum and avg of one argument and filter) share one.
+ */
+static MvColumn *
+agg_column(MvDef *def, Aggref *agg, List **aggcols, int *ns)
+{
+	const char *why = NULL;
+	char	   *aggname = format_procedure(agg->aggfnoid);
+	MvColumn   *col;
+	ListCell   *lc;
+
+	if (agg->aggkind != AGGKIND_NORMAL)
+		refuse(psprintf("The query uses the ordered-set aggregate %s.", aggname),
+			   "Use an aggregate that has a combine function.");
+	if (agg->aggdistinct != NIL)
+		refuse(psprintf("The query uses DISTINCT in aggregate %s.", aggname),
+			   "Use approx_count_distinct(), or GROUP BY the distinct value in a separate view.");
+	if (agg->aggorder != NIL)
+		refuse(psprintf("The query uses ORDER BY in aggregate %s.", aggname),
+			   "Remove ORDER BY from the aggregate call.");
+	if (!MvAggSupported(agg->aggfnoid, &why))
+		refuse(psprintf("The query uses the aggregate %s. %s", aggname, why),
+			   "Use an aggregate that supports partial aggregation (it has a combine function).");
+	col = make_column(MV_COL_AGG, NULL, (Node *) agg);
+	col->aggfnoid = agg->aggfnoid;
+	if (!MvAggRetractable(agg->aggfnoid))
+		def->retractable = false;
+	if (agg->aggstar && agg->aggfnoid == F_COUNT_ && agg->aggfilter == NULL)
+	{
+		/* count(*) is the hidden group count itself */
+		col->derived_count = true;
+		col->physname = "_mvinc_count";
+		return col;
+	}
+	foreach(lc, *aggcols)
+	{
+		MvColumn   *other = lfirst(lc);
+		Aggref	   *oagg = (Aggref *) other->expr;
+
+		if (equal(oagg->args, agg->args) && equal(oagg->aggfilter, agg->aggfilter) &&
+			MvincAggSameState(other->aggfnoid, agg->aggfnoid))
+		{
+			col->shared = true;
+			col->physname = other->physname;
+			return col;
+		}
+	}
+	col->physname = psprintf("s%d", ++*ns);
+	*aggcols = lappend(*aggcols, col);
+	return col;
+}
+
+/*
+ * An expression of the select list over aggregates and group keys: each
+ * aggregate and each group key in it becomes a parameter $MV_PART_PARAM + i
+ * of the i-th of its parts (the key's column, or the aggregate's, hidden
+ * when the select list does not show it), which reads put back as SQL.
+ */
+typedef struct PartsCtx
+{
+	Query	   *q;
+	MvDef	   *def;
+	List	  **aggcols;
+	int		   *ns;
+	List	   *parts;
+} PartsCtx;
+
+static Node *
+part_param(PartsCtx *ctx, MvColumn *part, Node *node)
+{
+	Param	   *p = makeNode(Param);
+	ListCell   *lc;
+	int			i = -1;
+
+	foreach(lc, ctx->parts)
+		if (lfirst(lc) == part)
+			i = foreach_current_index(lc);
+	if (i < 0)
+	{
+		ctx->parts = lappend(ctx->parts, part);
+		i = list_length(ctx->parts) - 1;
+	}
+
+	p->paramkind = PARAM_EXTERN;
+	p->paramid = MV_PART_PARAM + i;
+	p->paramtype = exprType(node);
+	p->paramtypmod = exprTypmod(node);
+	p->paramcollid = exprCollation(node);
+	p->location = -1;
+	return (Node *) p;
+}
+
+static Node *
+parts_mutator(Node *node, PartsCtx *ctx)
+{
+	ListCell   *lc;
+
+	if (node == NULL)
+		return NULL;
+
+	foreach(lc, ctx->def->columns)
+	{
+		MvColumn   *key = lfirst(lc);
+
+		if (key->role == MV_COL_GROUP && equal(node, key->expr))
+			return part_param(ctx, key, node);
+	}
+	if (IsA(node, Aggref))
+	{
+		/* one column per distinct aggregate call */
+		foreach(lc, ctx->parts)
+		{
+			MvColumn   *part = lfirst(lc);
+
+			if (part->role == MV_COL_AGG && equal(node, part->expr))
+				return part_param(ctx, part, node);
+		}
+		return part_param(ctx, agg_column(ctx->def, (Aggref *) node, ctx->aggcols, ctx->ns), node);
+	}
+	if (IsA(node, Var))
+		refuse("The query computes an expression over a column that is neither aggregated nor a GROUP BY item.",
+			   "Group by the column, or aggregate it.");
+	return expression_tree_mutator(node, parts_mutator, ctx);
+}
+
 /* Add the hidden row identity columns of a projection view */
 static void
 add_rowid_columns(MvDef *def, const char *relname)
@@ -568,64 +696,23 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			}
 			else if (IsA(tle->expr, Aggref))
 			{
-				Aggref	   *agg = (Aggref *) tle->expr;
-				const char *why = NULL;
-				char	   *aggname = format_procedure(agg->aggfnoid);
-
-				if (agg->aggkind != AGGKIND_NORMAL)
-					refuse(psprintf("The query uses the ordered-set aggregate %s.", aggname),
-						   "Use an aggregate that has a combine function.");
-				if (agg->aggdistinct != NIL)
-					refuse(psprintf("The query uses DISTINCT in aggregate %s.", aggname),
-						   "Use approx_count_distinct(), or GROUP BY the distinct value in a separate view.");
-				if (agg->aggorder != NIL)
-					refuse(psprintf("The query uses ORDER BY in aggregate %s.", aggname),
-						   "Remove ORDER BY from the aggregate call.");
-				if (!MvAggSupported(agg->aggfnoid, &why))
-					refuse(psprintf("The query uses the aggregate %s. %s", aggname, why),
-						   "Use an aggregate that supports partial aggregation (it has a combine function).");
-				col = make_column(MV_COL_AGG, NULL, (Node *) agg);
-				col->aggfnoid = agg->aggfnoid;
+				col = agg_column(def, (Aggref *) tle->expr, &aggcols, &ns);
 				col->attnum = tle->resno;
-				if (!MvAggRetractable(agg->aggfnoid))
-					def->retractable = false;
-				if (agg->aggstar && agg->aggfnoid == F_COUNT_ && agg->aggfilter == NULL)
-				{
-					/* count(*) is the hidden group count itself */
-					col->derived_count = true;
-					col->physname = "_mvinc_count";
-				}
-				else
-				{
-					ListCell   *lc2;
-
-					/* one state for aggregates that share it (sum/avg numeric) */
-					foreach(lc2, aggcols)
-					{
-						MvColumn   *other = lfirst(lc2);
-						Aggref	   *oagg = (Aggref *) other->expr;
-
-						if (equal(oagg->args, agg->args) && equal(oagg->aggfilter, agg->aggfilter) &&
-							MvincAggSameState(other->aggfnoid, agg->aggfnoid))
-						{
-							col->shared = true;
-							col->physname = other->physname;
-							break;
-						}
-					}
-					if (!col->shared)
-					{
-						col->physname = psprintf("s%d", ++ns);
-						aggcols = lappend(aggcols, col);
-					}
-				}
 			}
-			else if (contain_agg_clause((Node *) tle->expr))
-				refuse("The query computes an expression over aggregate results.",
-					   "Select the aggregates themselves and compute the expression when reading the view.");
 			else
-				refuse("The query selects an expression that is not a GROUP BY item.",
-					   "Group by the expression itself, or compute it when reading the view.");
+			{
+				/*
+				 * An expression over aggregates and group keys: computed on
+				 * read from them (aggregates the select list does not show
+				 * are kept hidden)
+				 */
+				PartsCtx	ctx = {q, def, &aggcols, &ns, NIL};
+
+				col = make_column(MV_COL_EXPR, NULL, (Node *) tle->expr);
+				col->expr = (Expr *) parts_mutator((Node *) tle->expr, &ctx);
+				col->parts = ctx.parts;
+				col->attnum = tle->resno;
+			}
 			viewcols = lappend(viewcols, col);
 		}
 		def->columns = list_concat(def->columns, aggcols);

@@ -117,7 +117,7 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 		const char *c = quote_identifier(col->physname);
 		char	   *state;
 
-		if (col->role == MV_COL_AGG && finals)
+		if (col->role == MV_COL_AGG && finals && !MvStateReadRaw(def, col))
 			continue;
 		appendStringInfoString(&sql, first ? "" : ", ");
 		first = false;

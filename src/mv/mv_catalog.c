@@ -401,6 +401,8 @@ role_name(MvColRole role)
 			return "count";
 		case MV_COL_ROWID:
 			return "rowid";
+		case MV_COL_EXPR:
+			return "expression";
 	}
 	return "column";
 }

@@ -169,12 +169,14 @@ finalized_columns(Oid viewid, MvDef *def, bool finals)
 	foreach(lc, def->viewcols)
 	{
 		MvColumn   *col = lfirst(lc);
-		char	   *phys = psprintf("t.%s", quote_identifier(col->physname));
+		char	   *phys = col->physname ? psprintf("t.%s", quote_identifier(col->physname)) : NULL;
 		char	   *type = MvTypeSql(col->typid, col->typmod);
 
 		if (col->role == MV_COL_AGG && !col->derived_count)
 			phys = finals ? psprintf("t.%s", quote_identifier(MvStoredFinalName(col))) :
 				MvStateFinalSql(col, phys);
+		else if (col->role == MV_COL_EXPR)
+			phys = MvPartsExprSql(def, col, finals);
 		appendStringInfo(&sql, "%s(%s)::%s AS %s", foreach_current_index(lc) ? ", " : "",
 						 phys, type, quote_identifier(get_attname(viewid, col->attnum, false)));
 	}

@@ -9,6 +9,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/htup_details.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
@@ -171,4 +173,86 @@ MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool order
 	if (arg == NULL)
 		return psprintf("mvinc.agg_apply(%s, %s, %s%s)", agg_literal(col), base, sign, order);
 	return psprintf("mvinc.agg_apply(%s, %s, %s, %s%s)", agg_literal(col), base, sign, arg, order);
+}
+
+/*
+ * The value an expression column's part stands for, over the state or
+ * merged rows of alias t (finals: the stored results f<n> replace the
+ * states of the view's own aggregate columns)
+ */
+static char *
+part_sql(MvColumn *part, bool finals)
+{
+	if (part->role == MV_COL_GROUP || part->derived_count)
+		return psprintf("t.%s", quote_identifier(part->physname));
+	if (finals && part->attnum > 0)
+		return psprintf("t.%s", quote_identifier(MvStoredFinalName(part)));
+	return MvStateFinalSql(part, psprintf("t.%s", quote_identifier(part->physname)));
+}
+
+/*
+ * Does a read need the state of aggregate column col itself although the
+ * rows carry stored results (finals)?  Yes when an expression column has
+ * a hidden aggregate on that state.
+ */
+bool
+MvStateReadRaw(MvDef *def, MvColumn *col)
+{
+	ListCell   *lc;
+	ListCell   *lp;
+
+	foreach(lc, def->viewcols)
+	{
+		MvColumn   *expr = lfirst(lc);
+
+		if (expr->role != MV_COL_EXPR)
+			continue;
+		foreach(lp, expr->parts)
+		{
+			MvColumn   *part = lfirst(lp);
+
+			if (part->role == MV_COL_AGG && part->attnum == 0 && !part->derived_count &&
+				strcmp(part->physname, col->physname) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * SQL of an expression column over the state or merged rows of alias t:
+ * the expression deparsed with its parts as parameters, each parameter
+ * then replaced by its part's value (outside quoted literals and names).
+ */
+char *
+MvPartsExprSql(MvDef *def, MvColumn *col, bool finals)
+{
+	char	   *text = MvExprSql(def->sourceid, (Node *) col->expr, "t");
+	StringInfoData out;
+	char		quote = 0;
+
+	initStringInfo(&out);
+	for (const char *p = text; *p; p++)
+	{
+		if (quote)
+		{
+			if (*p == quote)
+				quote = 0;
+		}
+		else if (*p == '\'' || *p == '"')
+			quote = *p;
+		else if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			char	   *end;
+			long		n = strtol(p + 1, &end, 10);
+
+			if (n < MV_PART_PARAM || n >= MV_PART_PARAM + list_length(col->parts))
+				elog(ERROR, "unexpected parameter $%ld in an expression of an incremental view", n);
+			appendStringInfo(&out, "(%s)", part_sql(list_nth(col->parts, n - MV_PART_PARAM), finals));
+			p = end - 1;
+			continue;
+		}
+		appendStringInfoChar(&out, *p);
+	}
+	return out.data;
 }

@@ -34,6 +34,11 @@ CREATE MATERIALIZED VIEW d_filt WITH (mvinc.incremental = true) AS
 -- HAVING: groups leave and come back
 CREATE MATERIALIZED VIEW d_have WITH (mvinc.incremental = true) AS
   SELECT g, count(*) AS n, sum(v) AS s FROM d_src GROUP BY g HAVING count(*) > 10 AND sum(v) > 1000;
+-- expressions over aggregates (one hidden) and keys
+CREATE MATERIALIZED VIEW d_expr WITH (mvinc.incremental = true) AS
+  SELECT g, h || ':' || count(*)::text AS label, sum(v) / nullif(count(w), 0) AS per_w,
+         max(v) - min(v) AS spread
+  FROM d_src GROUP BY g, h;
 -- one state row, every aggregate retractable (appends merge into it)
 CREATE MATERIALIZED VIEW d_oneret WITH (mvinc.incremental = true) AS
   SELECT count(*) AS n, sum(v) AS s, avg(w) AS a FROM d_src WHERE h IS NOT NULL;
@@ -59,7 +64,7 @@ CREATE TABLE d_log (step int, op text, modes text, fresh_reads int, merged_reads
 CREATE PROCEDURE d_run(steps int, seed float8) LANGUAGE plpgsql AS $$
 DECLARE
   views regclass[] := ARRAY['d_agg', 'd_ret', 'd_one', 'd_proj', 'd_grp', 'd_key', 'd_keymax', 'd_oneret',
-                            'd_filt', 'd_have']::regclass[];
+                            'd_filt', 'd_have', 'd_expr']::regclass[];
   vw regclass;
   r float8;
   op text;
