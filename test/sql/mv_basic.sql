@@ -3,15 +3,7 @@
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
 
 -- The view equals its defining query (EXCEPT ALL both ways): mismatching rows
-CREATE FUNCTION mv_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  q text := rtrim(pg_get_viewdef(v), ';');
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
-                 v, q, q, v) INTO n;
-  RETURN n;
-END $$;
+\i include/mv_diff.sql
 
 CREATE TABLE orders (id int PRIMARY KEY, customer_id int, amount numeric(12,2),
                      paid boolean, qty int, weight float8, note text);

@@ -5,15 +5,7 @@
 -- hybrid read.
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
 
-CREATE FUNCTION mv_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  q text := rtrim(pg_get_viewdef(v), ';');
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
-                 v, q, q, v) INTO n;
-  RETURN n;
-END $$;
+\i include/mv_diff.sql
 
 CREATE TABLE ex (id int PRIMARY KEY, g int, k text, x numeric, y int);
 INSERT INTO ex SELECT i, i % 6, 'k' || (i % 3), i * 1.25, i % 7 FROM generate_series(1, 240) i;

@@ -4,15 +4,7 @@
 -- its query after each step.
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
 
-CREATE FUNCTION mv_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  q text := rtrim(pg_get_viewdef(v), ';');
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
-                 v, q, q, v) INTO n;
-  RETURN n;
-END $$;
+\i include/mv_diff.sql
 
 CREATE TABLE hv (id int PRIMARY KEY, g int, x numeric, b boolean);
 INSERT INTO hv SELECT i, i % 10, i, i % 4 = 0 FROM generate_series(1, 200) i;

@@ -7,15 +7,7 @@
 -- neither (no GROUP BY and an aggregate that cannot retract), reads live.
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
 
-CREATE FUNCTION mv_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  q text := rtrim(pg_get_viewdef(v), ';');
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
-                 v, q, q, v) INTO n;
-  RETURN n;
-END $$;
+\i include/mv_diff.sql
 
 CREATE TABLE hs (id int PRIMARY KEY, g int, k text, x numeric, f float8, b boolean);
 INSERT INTO hs SELECT i, CASE WHEN i % 13 = 0 THEN NULL ELSE i % 10 END, 'k' || (i % 4),

@@ -1,15 +1,7 @@
 -- Refresh modes: initial, noop, incremental, merge, regroup, full; the
 -- output of mvinc.refresh and the view compared with its query after each.
 SELECT mvinc.wait_for_capture() IS NOT NULL AS capture_ready;
-CREATE FUNCTION mv_diff(v regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  q text := rtrim(pg_get_viewdef(v), ';');
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL TABLE %s)) x',
-                 v, q, q, v) INTO n;
-  RETURN n;
-END $$;
+\i include/mv_diff.sql
 -- refresh and show mode, changes, whether the LSN range moved forward
 CREATE FUNCTION mv_refresh(v regclass, f boolean DEFAULT false)
   RETURNS TABLE (mode text, changes bigint, lsn_forward boolean, diff bigint)
