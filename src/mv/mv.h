@@ -190,7 +190,8 @@ extern char *MvStateFinalSql(MvColumn *col, const char *state);
 extern char *MvStateStoredFinalSql(MvColumn *col, const char *state);
 extern char *MvStoredFinalName(MvColumn *col);
 extern bool MvStateReadRaw(MvDef *def, MvColumn *col);
-extern char *MvPartsExprSql(MvDef *def, MvColumn *col, bool finals);
+extern char *MvPartsColumnsSql(MvDef *def, bool finals);
+extern char *MvPartsExprSql(MvDef *def, MvColumn *col);
 extern char *MvStateRetractSql(MvColumn *col, const char *state, const char *alias,
 							   bool ordered);
 extern bool MvAggSupported(Oid aggfnoid, const char **why);

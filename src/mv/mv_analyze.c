@@ -56,6 +56,8 @@ refuse(const char *detail, const char *hint)
 			 errhint("%s", hint)));
 }
 
+static Node *keep_explicit_collation(Node *key, Node *repl);
+
 /* Walker state: finds the first offending node in an expression */
 typedef struct CheckCtx
 {
@@ -390,8 +392,9 @@ having_mutator(Node *node, List *viewcols)
 
 		if (col->attnum > 0 && (col->role == MV_COL_AGG || col->role == MV_COL_GROUP) &&
 			equal(node, col->expr))
-			return (Node *) makeVar(1, col->attnum, exprType(node), exprTypmod(node),
-									exprCollation(node), 0);
+			return keep_explicit_collation(node,
+										   (Node *) makeVar(1, col->attnum, exprType(node),
+															exprTypmod(node), exprCollation(node), 0));
 	}
 	if (IsA(node, Aggref))
 		refuse(psprintf("The HAVING clause uses the aggregate %s, which the select list does not show.",
@@ -477,7 +480,26 @@ typedef struct PartsCtx
 	List	  **aggcols;
 	int		   *ns;
 	List	   *parts;
+	MvColumn  **shown;			/* the select list's keys and aggregates, by position */
+	int			nshown;
 } PartsCtx;
+
+/*
+ * What replaces a group key's expression: repl, under the key's own COLLATE
+ * clause when it has one, so that the collation stays explicit where the
+ * query had it so (a column read from a subquery is implicitly collated)
+ */
+static Node *
+keep_explicit_collation(Node *key, Node *repl)
+{
+	CollateExpr *c;
+
+	if (!IsA(key, CollateExpr))
+		return repl;
+	c = copyObject((CollateExpr *) key);
+	c->arg = (Expr *) repl;
+	return (Node *) c;
+}
 
 static Node *
 part_param(PartsCtx *ctx, MvColumn *part, Node *node)
@@ -517,11 +539,18 @@ parts_mutator(Node *node, PartsCtx *ctx)
 		MvColumn   *key = lfirst(lc);
 
 		if (key->role == MV_COL_GROUP && equal(node, key->expr))
-			return part_param(ctx, key, node);
+			return keep_explicit_collation(node, part_param(ctx, key, node));
 	}
 	if (IsA(node, Aggref))
 	{
-		/* one column per distinct aggregate call */
+		/* a shown aggregate's column (its stored result), else one hidden per call */
+		for (int i = 1; i <= ctx->nshown; i++)
+		{
+			MvColumn   *shown = ctx->shown[i];
+
+			if (shown && shown->role == MV_COL_AGG && equal(node, shown->expr))
+				return part_param(ctx, shown, node);
+		}
 		foreach(lc, ctx->parts)
 		{
 			MvColumn   *part = lfirst(lc);
@@ -588,6 +617,8 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 	Query	   *q = copyObject(query);
 	int			rtindex;
 	ListCell   *lc;
+	int			ncols;
+	MvColumn  **bycol;
 	int			nk = 0,
 				ns = 0,
 				nc = 0;
@@ -659,6 +690,9 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 
 	def->has_group_by = (q->groupClause != NIL);
 	def->kind = (q->hasAggs || def->has_group_by) ? MV_KIND_AGGREGATE : MV_KIND_PROJECTION;
+	if (def->kind == MV_KIND_PROJECTION && q->havingQual != NULL)
+		refuse("The query uses HAVING without aggregates or GROUP BY (one group of every row).",
+			   "Add the aggregates or the GROUP BY the condition is about, or use WHERE.");
 
 	if (def->kind == MV_KIND_AGGREGATE)
 	{
@@ -675,46 +709,59 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			col->attnum = tle->resjunk ? 0 : tle->resno;
 			def->columns = lappend(def->columns, col);
 		}
-		foreach(lc, q->targetList)
+		/*
+		 * The select list: keys and aggregates first, then expressions over
+		 * them (which use the shown aggregates' columns, and add hidden
+		 * ones for the others); view columns stay in select-list order
+		 */
+		ncols = list_length(q->targetList);
+		bycol = palloc0(sizeof(MvColumn *) * (ncols + 1));
+		for (int pass = 1; pass <= 2; pass++)
 		{
-			TargetEntry *tle = lfirst(lc);
-			MvColumn   *col = NULL;
-
-			if (tle->resjunk)
-				continue;
-			if (is_group_key(q, tle))
+			foreach(lc, q->targetList)
 			{
-				ListCell   *lc2;
+				TargetEntry *tle = lfirst(lc);
+				MvColumn   *col = NULL;
+				bool		expr = !is_group_key(q, tle) && !IsA(tle->expr, Aggref);
 
-				foreach(lc2, def->columns)
+				if (tle->resjunk || expr != (pass == 2))
+					continue;
+				if (is_group_key(q, tle))
 				{
-					MvColumn   *c = lfirst(lc2);
+					ListCell   *lc2;
 
-					if (c->attnum == tle->resno)
-						col = c;
+					foreach(lc2, def->columns)
+					{
+						MvColumn   *c = lfirst(lc2);
+
+						if (c->attnum == tle->resno)
+							col = c;
+					}
 				}
-			}
-			else if (IsA(tle->expr, Aggref))
-			{
-				col = agg_column(def, (Aggref *) tle->expr, &aggcols, &ns);
-				col->attnum = tle->resno;
-			}
-			else
-			{
-				/*
-				 * An expression over aggregates and group keys: computed on
-				 * read from them (aggregates the select list does not show
-				 * are kept hidden)
-				 */
-				PartsCtx	ctx = {q, def, &aggcols, &ns, NIL};
+				else if (!expr)
+				{
+					col = agg_column(def, (Aggref *) tle->expr, &aggcols, &ns);
+					col->attnum = tle->resno;
+				}
+				else
+				{
+					/*
+					 * An expression over aggregates and group keys: computed
+					 * on read from them
+					 */
+					PartsCtx	ctx = {q, def, &aggcols, &ns, NIL, bycol, ncols};
 
-				col = make_column(MV_COL_EXPR, NULL, (Node *) tle->expr);
-				col->expr = (Expr *) parts_mutator((Node *) tle->expr, &ctx);
-				col->parts = ctx.parts;
-				col->attnum = tle->resno;
+					col = make_column(MV_COL_EXPR, NULL, (Node *) tle->expr);
+					col->expr = (Expr *) parts_mutator((Node *) tle->expr, &ctx);
+					col->parts = ctx.parts;
+					col->attnum = tle->resno;
+				}
+				bycol[tle->resno] = col;
 			}
-			viewcols = lappend(viewcols, col);
 		}
+		for (int i = 1; i <= ncols; i++)
+			if (bycol[i] != NULL)
+				viewcols = lappend(viewcols, bycol[i]);
 		def->columns = list_concat(def->columns, aggcols);
 		if (q->havingQual != NULL)
 		{

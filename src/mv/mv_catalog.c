@@ -402,7 +402,7 @@ role_name(MvColRole role)
 		case MV_COL_ROWID:
 			return "rowid";
 		case MV_COL_EXPR:
-			return "expression";
+			break;				/* computed on read: no storage column, no row */
 	}
 	return "column";
 }

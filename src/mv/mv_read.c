@@ -155,14 +155,17 @@ has_stored_finals(Oid storage_oid, MvDef *def)
 }
 
 /*
- * SELECT list of the view's columns from the state rows of alias t: the
- * stored results when there are (finals), else each state finalized.
+ * SELECT of the view's columns from the state rows of FROM item from
+ * (alias t): the stored results when there are (finals), else each state
+ * finalized; expression columns one level up, over columns that carry
+ * their parts (MvPartsColumnsSql).
  */
 static char *
-finalized_columns(Oid viewid, MvDef *def, bool finals)
+view_rows_sql(Oid viewid, MvDef *def, bool finals, const char *from)
 {
 	StringInfoData sql;
 	ListCell   *lc;
+	char	   *parts = MvPartsColumnsSql(def, finals);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -176,10 +179,14 @@ finalized_columns(Oid viewid, MvDef *def, bool finals)
 			phys = finals ? psprintf("t.%s", quote_identifier(MvStoredFinalName(col))) :
 				MvStateFinalSql(col, phys);
 		else if (col->role == MV_COL_EXPR)
-			phys = MvPartsExprSql(def, col, finals);
+			phys = MvPartsExprSql(def, col);
 		appendStringInfo(&sql, "%s(%s)::%s AS %s", foreach_current_index(lc) ? ", " : "",
 						 phys, type, quote_identifier(get_attname(viewid, col->attnum, false)));
 	}
+	if (parts[0] == '\0')
+		appendStringInfo(&sql, " FROM %s t", from);
+	else
+		appendStringInfo(&sql, " FROM (SELECT t.*%s FROM %s t) t", parts, from);
 	return sql.data;
 }
 
@@ -197,11 +204,12 @@ MvStoredContentSql(Oid viewid, MvCatalog *cat)
 	char	   *sql;
 
 	if (OidIsValid(cat->append_oid))
-		sql = psprintf("%s FROM (%s) t", finalized_columns(viewid, def, finals),
-					   MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals));
+		sql = view_rows_sql(viewid, def, finals,
+							psprintf("(%s)", MvAppendMergedSql(def, cat->storage_oid,
+															   cat->append_oid, finals)));
 	else
-		sql = psprintf("%s FROM mvinc.%s t", finalized_columns(viewid, def, finals),
-					   quote_identifier(get_rel_name(cat->storage_oid)));
+		sql = view_rows_sql(viewid, def, finals,
+							psprintf("mvinc.%s", quote_identifier(get_rel_name(cat->storage_oid))));
 	if (def->having)
 		sql = psprintf("SELECT * FROM (%s) v WHERE %s", sql, MvExprSql(viewid, def->having, "v"));
 	return sql;
@@ -296,22 +304,23 @@ build_read_query(Oid viewid, MvCatalog *cat)
 		StringInfoData taken;
 
 		initStringInfo(&taken);
-		appendStringInfo(&sql, "%s FROM %s t WHERE %s = 'fresh' UNION ALL ",
-						 finalized_columns(viewid, def, finals), storage, branch);
+		appendStringInfo(&sql, "%s WHERE %s = 'fresh' UNION ALL ",
+						 view_rows_sql(viewid, def, finals, storage), branch);
 		appendStringInfoString(&taken, "'fresh'");
 		if (OidIsValid(cat->append_oid))
 		{
-			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'merge' UNION ALL ",
-							 finalized_columns(viewid, def, finals),
-							 MvAppendMergedSql(def, cat->storage_oid, cat->append_oid, finals),
+			appendStringInfo(&sql, "%s WHERE %s = 'merge' UNION ALL ",
+							 view_rows_sql(viewid, def, finals,
+										   psprintf("(%s)", MvAppendMergedSql(def, cat->storage_oid,
+																			  cat->append_oid, finals))),
 							 branch);
 			appendStringInfoString(&taken, ", 'merge'");
 		}
 		if (MvHybridCapable(def))
 		{
-			appendStringInfo(&sql, "%s FROM (%s) t WHERE %s = 'hybrid' UNION ALL ",
-							 finalized_columns(viewid, def, finals),
-							 hybrid_rows_sql(viewid, def, cat, finals),
+			appendStringInfo(&sql, "%s WHERE %s = 'hybrid' UNION ALL ",
+							 view_rows_sql(viewid, def, finals,
+										   psprintf("(%s)", hybrid_rows_sql(viewid, def, cat, finals))),
 							 branch);
 			appendStringInfoString(&taken, ", 'hybrid'");
 		}

@@ -170,6 +170,9 @@ MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool order
 								alias, alias);
 	char	   *order = ordered ? psprintf(" ORDER BY %s DESC", sign) : "";
 
+	/* nor is its argument computed, as the query would not (a guarding FILTER) */
+	if (arg != NULL && filter != NULL)
+		arg = psprintf("CASE WHEN coalesce(%s, false) THEN %s END", filter, arg);
 	if (arg == NULL)
 		return psprintf("mvinc.agg_apply(%s, %s, %s%s)", agg_literal(col), base, sign, order);
 	return psprintf("mvinc.agg_apply(%s, %s, %s, %s%s)", agg_literal(col), base, sign, arg, order);
@@ -219,13 +222,49 @@ MvStateReadRaw(MvDef *def, MvColumn *col)
 	return false;
 }
 
+/* Name of the column carrying part i of expression column col (MvPartsColumnsSql) */
+static char *
+part_column(MvColumn *col, int i)
+{
+	return psprintf("_mvinc_p%d_%d", col->attnum, i + 1);
+}
+
 /*
- * SQL of an expression column over the state or merged rows of alias t:
- * the expression deparsed with its parts as parameters, each parameter
- * then replaced by its part's value (outside quoted literals and names).
+ * Columns that carry the parts of the view's expression columns, for a
+ * SELECT over the state or merged rows of alias t: ", value AS name" for
+ * each, or "" when the view has none.  The expressions are computed one
+ * level up, over these columns, whose collations (implicit there, as the
+ * query's columns and aggregates are) are their parts'.
  */
 char *
-MvPartsExprSql(MvDef *def, MvColumn *col, bool finals)
+MvPartsColumnsSql(MvDef *def, bool finals)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	ListCell   *lp;
+
+	initStringInfo(&sql);
+	foreach(lc, def->viewcols)
+	{
+		MvColumn   *col = lfirst(lc);
+
+		if (col->role != MV_COL_EXPR)
+			continue;
+		foreach(lp, col->parts)
+			appendStringInfo(&sql, ", %s AS %s", part_sql(lfirst(lp), finals),
+							 part_column(col, foreach_current_index(lp)));
+	}
+	return sql.data;
+}
+
+/*
+ * SQL of an expression column over rows of alias t that carry its parts
+ * (MvPartsColumnsSql): the expression deparsed with its parts as
+ * parameters, each parameter then replaced by its part's column (outside
+ * quoted literals and names).
+ */
+char *
+MvPartsExprSql(MvDef *def, MvColumn *col)
 {
 	char	   *text = MvExprSql(def->sourceid, (Node *) col->expr, "t");
 	StringInfoData out;
@@ -248,7 +287,7 @@ MvPartsExprSql(MvDef *def, MvColumn *col, bool finals)
 
 			if (n < MV_PART_PARAM || n >= MV_PART_PARAM + list_length(col->parts))
 				elog(ERROR, "unexpected parameter $%ld in an expression of an incremental view", n);
-			appendStringInfo(&out, "(%s)", part_sql(list_nth(col->parts, n - MV_PART_PARAM), finals));
+			appendStringInfo(&out, "t.%s", part_column(col, n - MV_PART_PARAM));
 			p = end - 1;
 			continue;
 		}

@@ -42,6 +42,9 @@ TABLE hv_check;
 SELECT count(*) FROM hv_all;
 SELECT mvinc.verify_view(v) FROM unnest(ARRAY['hv_big', 'hv_all']::regclass[]) v;
 
+-- refused: HAVING without aggregates or GROUP BY (the query is one group)
+CREATE MATERIALIZED VIEW hv_bad WITH (mvinc.incremental = true) AS
+  SELECT 1 AS one FROM hv HAVING true;
 -- refused: what the select list does not show
 CREATE MATERIALIZED VIEW hv_bad WITH (mvinc.incremental = true) AS
   SELECT g, count(*) FROM hv GROUP BY g HAVING sum(x) > 0;
