@@ -441,6 +441,7 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext oldcxt;
 	MvDeltaRows *rows;
+	MvCatalog  *cat;
 
 	/*
 	 * The delta's state rows are the whole view's: only for a caller who
@@ -452,7 +453,9 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for materialized view %s",
 						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
-	if (!MvHybridReaderMaySee(MvDefForView(viewid)))
+	cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
+	if (cat != NULL && cat->kind == MV_KIND_PROJECTION &&
+		!MvHybridReaderMaySee(MvDefForView(viewid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for the row identity of the source of materialized view %s",

@@ -847,7 +847,9 @@ compute_branch(Oid viewid, bool *changes)
 	}
 	if (delta != MV_DELTA_NONE)
 	{
-		MvDef	   *def = MvDefForView(viewid);
+		/* (the definition only where it matters: analyzing it costs) */
+		bool		projection = cat->kind == MV_KIND_PROJECTION;
+		MvDef	   *def = projection || delta >= MV_DELTA_CHANGES ? MvDefForView(viewid) : NULL;
 
 		/*
 		 * An aggregate view retracts whole old rows (or recomputes groups);
@@ -856,10 +858,10 @@ compute_branch(Oid viewid, bool *changes)
 		 * reader who may read the view only through a plain view (which may
 		 * hide rows or columns), the defining query instead.
 		 */
-		if ((delta == MV_DELTA_KEYONLY && def->kind != MV_KIND_PROJECTION) ||
+		if ((delta == MV_DELTA_KEYONLY && !projection) ||
 			(delta >= MV_DELTA_CHANGES && !MvHybridCanReplace(def)) ||
 			pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
-			!MvHybridReaderMaySee(def))
+			(projection && !MvHybridReaderMaySee(def)))
 			return MV_READ_LIVE;
 		*changes = delta >= MV_DELTA_CHANGES;
 		return MV_READ_HYBRID;
