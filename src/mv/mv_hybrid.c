@@ -309,6 +309,28 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 }
 
 /*
+ * The rows of query sql run under snapshot, copied into context outer
+ * (their descriptor into rows->desc).  Runs inside an SPI connection.
+ */
+static List *
+fetch_rows(const char *sql, Snapshot snapshot, MvDeltaRows *rows, MemoryContext outer)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
+	MemoryContext spicxt;
+	List	   *tuples = NIL;
+
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, NULL, NULL, snapshot, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not compute the delta of a materialized view");
+	spicxt = MemoryContextSwitchTo(outer);
+	rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuples = lappend(tuples, heap_copytuple(SPI_tuptable->vals[i]));
+	MemoryContextSwitchTo(spicxt);
+	return tuples;
+}
+
+/*
  * The state rows of the visible delta past the checkpoint, copied into the
  * current memory context: with changes (the delta has updates or deletes,
  * MvHybridCanReplace), the inserts of untouched groups and the replaced
@@ -325,7 +347,6 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 	char	   *query_snap;
 	char	   *cond;
 	Snapshot	latest;
-	SPIPlanPtr	plan;
 
 	if (cat == NULL || !OidIsValid(cat->storage_oid) || cat->checkpoint_snapshot == NULL)
 		elog(ERROR, "materialized view %u has no checkpoint for a hybrid read", viewid);
@@ -352,19 +373,9 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 	if (rows->projection)
 	{
 		/* each touched row as the delta leaves it: all from the change log */
-		plan = SPI_prepare(MvLastImagesSql(def, MvSourceName(changelog),
-										   psprintf("true%s", cond)), 0, NULL);
-		if (plan == NULL ||
-			SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not compute the delta of materialized view %u", viewid);
-		{
-			MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-			rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-			for (uint64 i = 0; i < SPI_processed; i++)
-				rows->replaced = lappend(rows->replaced, heap_copytuple(SPI_tuptable->vals[i]));
-			MemoryContextSwitchTo(spicxt);
-		}
+		rows->replaced = fetch_rows(MvLastImagesSql(def, MvSourceName(changelog),
+													psprintf("true%s", cond)),
+									latest, rows, outer);
 	}
 	else if (!changes ||
 			 !compute_replacing(def, cat,
@@ -372,18 +383,8 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 										 MvWhereSql(def, "s"), cond),
 								latest, rows, outer))
 	{
-		plan = SPI_prepare(inserts_sql(def, MvSourceName(changelog), cond), 0, NULL);
-		if (plan == NULL ||
-			SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not compute the delta of materialized view %u", viewid);
-		{
-			MemoryContext spicxt = MemoryContextSwitchTo(outer);
-
-			rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-			for (uint64 i = 0; i < SPI_processed; i++)
-				rows->tuples = lappend(rows->tuples, heap_copytuple(SPI_tuptable->vals[i]));
-			MemoryContextSwitchTo(spicxt);
-		}
+		rows->tuples = fetch_rows(inserts_sql(def, MvSourceName(changelog), cond),
+								  latest, rows, outer);
 	}
 	MvSpiFinish();
 
