@@ -39,8 +39,9 @@ CREATE UNIQUE INDEX colfile_rowgroup_key
 
 -- Row states: one tuple per deleted, updated or locked row version, whose
 -- xmin is the transaction that did it. kind: 'd' deleted, 'u' updated (the
--- new version is at new_tid), 'k' killed speculative insert, 'x' locked
--- FOR [NO KEY] UPDATE, 's' locked FOR [KEY] SHARE. A lock ends with its
+-- new version is at new_tid), 'c' columns updated at the same TID (see
+-- colfile_colfile), 'k' killed speculative insert, 'x' locked FOR UPDATE,
+-- 'n' FOR NO KEY UPDATE, 's' FOR SHARE, 'K' FOR KEY SHARE. A lock ends with its
 -- transaction; VACUUM removes records that no longer matter. The deletion
 -- records of one statement share a sequence number from colfile_seq: they
 -- are that statement's "delete file", ordered against data files (and, in
@@ -54,6 +55,34 @@ CREATE TABLE mvinc.colfile_rowstate (
 );
 CREATE INDEX colfile_rowstate_key
     ON mvinc.colfile_rowstate (relfilenode, row_tid);
+-- Deletions only: what scans hash and VACUUM judges, without walking the
+-- lock and column-update records (one per updated row until VACUUM).
+CREATE INDEX colfile_rowstate_deletions
+    ON mvinc.colfile_rowstate (relfilenode, row_tid) WHERE kind IN ('d', 'u', 'k');
+
+-- Column files: an UPDATE that changes no indexed column keeps the row's
+-- TID and writes only the new values of the columns it changed (attnums)
+-- for the rows at positions (int4 array, ascending) of the row group
+-- (first_block, group_seq), encoded like a row group of those columns, one
+-- file per statement, row group and column set. Columns 1-7 are laid out as
+-- in colfile_rowgroup (VACUUM reads the byte extents of both alike). The
+-- xmin is the updater; of the files visible to a snapshot holding a row,
+-- the highest seq is the newest (a row's updaters follow each other in
+-- commit order). Each updated row also has a row state of kind 'c'.
+CREATE TABLE mvinc.colfile_colfile (
+    relfilenode oid NOT NULL,
+    first_block bigint NOT NULL,
+    row_count integer NOT NULL,
+    seq bigint NOT NULL,
+    data_offset bigint NOT NULL,
+    data_length bigint NOT NULL,
+    directory bytea NOT NULL,
+    group_seq bigint NOT NULL,
+    attnums int2[] NOT NULL,
+    positions bytea NOT NULL
+);
+CREATE UNIQUE INDEX colfile_colfile_key
+    ON mvinc.colfile_colfile (relfilenode, first_block, seq);
 
 CREATE FUNCTION mvinc.colfile_stats(rel regclass,
     OUT row_groups bigint, OUT live_rows bigint, OUT deleted_rows bigint,

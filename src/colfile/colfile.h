@@ -19,9 +19,14 @@
  *  - TIDs are logical: a row group owns TID blocks [first_block,
  *	  first_block + ceil(rows_per_group / 291)); row p of the group has TID
  *	  (first_block + p / 291, p % 291 + 1).
- *  - Row states (deleted, updated to a new TID, locked) are tuples of the
- *	  heap table mvinc.colfile_rowstate, whose own xmin says who did it: that
- *	  is how MVCC, waiting and EvalPlanQual work without xids in our pages.
+ *  - Row states (deleted, updated to a new TID, updated in place, locked)
+ *	  are tuples of the heap table mvinc.colfile_rowstate, whose own xmin
+ *	  says who did it: that is how MVCC, waiting and EvalPlanQual work
+ *	  without xids in our pages.
+ *  - An UPDATE that changes no indexed column keeps the row's TID and
+ *	  writes the changed columns' values as a column file bound to the row
+ *	  group (mvinc.colfile_colfile), overlaid by row position on read
+ *	  (colfile_column.c).
  *  - VACUUM (colfile_vacuum.c, colfile_compact.c) drops groups whose rows
  *	  are all dead, merges small groups and rewrites groups with many dead
  *	  rows (a compacted group lists its rows' TIDs, which never change),
@@ -37,11 +42,11 @@
  * transaction snapshot, so SSI's predicate locks and conflict checks on
  * them see every row group and deletion (coarser than heap, never weaker).
  *
- * Not supported (refused with an error): unlogged tables, CREATE INDEX
- * CONCURRENTLY, ALTER TABLE SET TABLESPACE. TABLESAMPLE samples runs of 291
- * rows in row-group order as its blocks.
+ * Not supported (refused with an error): unlogged tables. TABLESAMPLE
+ * samples runs of 291 rows in row-group order as its blocks.
  * Planned away: bitmap scans, TID range scans. Known differences from heap:
- * a non-key UPDATE waits for FOR KEY SHARE lockers; no TOAST table; no
+ * an UPDATE that moves the row (an indexed column changed, or AFTER UPDATE
+ * triggers) waits for FOR KEY SHARE lockers; no TOAST table; no
  * speculative insertion tokens (ON CONFLICT waits for the inserting
  * transaction); scans give no xmin, xmax, cmin or cmax (fetches by TID give
  * xmin, the transaction that wrote the row group); VACUUM FULL, CLUSTER
@@ -78,8 +83,19 @@
 #define ROWSTATE_UPDATED	'u'		/* deleted; new version at new_tid, or the
 								 * moved-partitions TID */
 #define ROWSTATE_KILLED		'k'		/* failed speculative insert: dead at once */
-#define ROWSTATE_LOCK_EXCL	'x'		/* FOR UPDATE / FOR NO KEY UPDATE */
-#define ROWSTATE_LOCK_SHARE 's'		/* FOR SHARE / FOR KEY SHARE */
+#define ROWSTATE_COLUMNS	'c'		/* columns updated at the same TID (column
+									 * file): a no-key update, not a deletion */
+#define ROWSTATE_LOCK_EXCL	'x'		/* FOR UPDATE */
+#define ROWSTATE_LOCK_NOKEY 'n'		/* FOR NO KEY UPDATE */
+#define ROWSTATE_LOCK_SHARE 's'		/* FOR SHARE */
+#define ROWSTATE_LOCK_KEYSHARE 'K'	/* FOR KEY SHARE */
+
+/* Is a row state kind a lock that ends with its transaction? */
+#define ROWSTATE_IS_LOCK(k) ((k) == ROWSTATE_LOCK_EXCL || (k) == ROWSTATE_LOCK_NOKEY || \
+							 (k) == ROWSTATE_LOCK_SHARE || (k) == ROWSTATE_LOCK_KEYSHARE)
+/* Does a row state kind end the row version (deletion, update elsewhere)? */
+#define ROWSTATE_IS_DELETION(k) ((k) == ROWSTATE_DELETED || (k) == ROWSTATE_UPDATED || \
+								 (k) == ROWSTATE_KILLED)
 
 /* Chunk compression kinds */
 #define CHUNK_RAW		0
@@ -221,6 +237,12 @@ typedef struct ColfileGroupCache
 	ColfileDecoded ***blocks;	/* [natts][nblocks] when by_block */
 	int		   *touched;		/* [natts] block last read for one value, or -1 */
 	MemoryContext cxt;
+	/* column files (colfile_column.c) */
+	List	   *files_loaded;	/* ColfileLoadedFile, any snapshot */
+	int			nvisible;		/* files overlaid, oldest first */
+	int			visible_cap;
+	int			nvisible_from;	/* ColfileOverlayChunk: oldest file to apply */
+	struct ColfileLoadedFile **visible;
 } ColfileGroupCache;
 
 /* The columns a scan decodes, as an array; NULL means every column */
@@ -228,6 +250,7 @@ typedef struct ColfileProj
 {
 	int			ncols;
 	int		   *cols;			/* 0-based attribute numbers */
+	bool	   *want;			/* [natts]: is column i in cols? */
 	TupleTableSlot *primed;		/* slot whose other columns are already NULL */
 } ColfileProj;
 
@@ -238,6 +261,9 @@ typedef struct ColfileMetaRels
 	Oid			rowgroup_idx;
 	Oid			rowstate;
 	Oid			rowstate_idx;
+	Oid			rowstate_del_idx;	/* partial: deletion records only */
+	Oid			colfile;
+	Oid			colfile_idx;
 	Oid			seq;
 } ColfileMetaRels;
 
@@ -246,6 +272,7 @@ extern int	colfile_rows_per_group;
 extern int	colfile_compression_level;
 extern int	colfile_zstd_min_gain;
 extern double colfile_compact_dead_fraction;
+extern bool colfile_column_updates;
 
 /* colfile_init.c */
 extern bool ColfileIsColfileRel(Relation rel);
@@ -262,6 +289,7 @@ extern void ColfileCopyMetadata(Oid from, Oid to);
 extern void ColfilePruneReservations(Oid relfilenode);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
+extern TransactionId ColfileGroupTupleBusy(const ColfileRowGroup *rg);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
 extern void ColfileDeleteAllMetadata(Oid relfilenode);
 extern void ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg);
@@ -271,7 +299,7 @@ extern void ColfileReplaceRowGroups(Relation rel, List *sources,
 typedef bool (*ColfileRowDead) (void *arg, ItemPointer tid);
 extern void ColfileDeleteRowStatesWhere(Oid relfilenode, ColfileRowGroup *rg,
 										ColfileRowDead dead, void *arg);
-extern int64 ColfilePruneRowStates(Oid relfilenode);
+extern int64 ColfilePruneRowStates(Oid relfilenode, TransactionId oldest_xmin);
 extern void ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 								  ItemPointer new_tid, CommandId cid);
 extern List *ColfileRowStatesFor(Oid relfilenode, ItemPointer tid);
@@ -376,6 +404,7 @@ extern void ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId ci
 extern void ColfileFlushRel(Relation rel);
 extern void ColfileInsertCallDone(Relation rel);
 extern void ColfileFlushAll(void);
+extern void ColfileFlushStatementEnd(CommandId cid);
 extern void ColfileFlushAllForRead(Oid relid);
 extern void ColfileFlushForTid(Oid relid, ItemPointer tid);
 extern void ColfileDiscardRel(Oid relid);
@@ -445,6 +474,62 @@ extern void colfile_index_validate_scan(Relation table_rel, Relation index_rel,
 										struct IndexInfo *index_info,
 										Snapshot snapshot,
 										struct ValidateIndexState *state);
+
+/* colfile_column.c: column files (UPDATE of unindexed columns in place) */
+struct QueryDesc;
+
+typedef struct ColfileColumnFile
+{
+	int64		seq;
+	int64		group_seq;
+	int			nrows;
+	int32	   *positions;		/* [nrows], ascending */
+	int			nattrs;
+	AttrNumber *attnums;		/* [nattrs], ascending */
+	ColfileRowGroup rg;			/* bytes and directory, as a row group */
+	TransactionId xmin;
+} ColfileColumnFile;
+
+/* A relation's column files visible to one snapshot, by group */
+typedef struct ColfileFileSet ColfileFileSet;
+
+extern bool ColfileColumnUpdate(Relation rel, ItemPointer tid,
+								TupleTableSlot *slot, CommandId cid,
+								Bitmapset *changed);
+extern Bitmapset *ColfileUpdatedColumns(Relation rel);
+extern void ColfileColumnNoteStatement(struct QueryDesc *query);
+extern void ColfileColumnForgetStatement(struct QueryDesc *query);
+extern void ColfileColumnFlushAll(bool all_subxacts);
+extern void ColfileColumnFlushCommand(CommandId cid);
+extern void ColfileColumnFlushForRead(Oid relid);
+extern void ColfileColumnFlushForTid(Oid relid, ItemPointer tid);
+extern void ColfileColumnDiscardRel(Oid relid);
+extern void ColfileColumnXactEnd(void);
+extern void ColfileColumnSubXact(bool commit, SubTransactionId mySubid,
+								 SubTransactionId parentSubid);
+extern ColfileFileSet *ColfileListColumnFiles(Relation rel, Snapshot snapshot,
+											  MemoryContext cxt);
+extern void ColfileGroupUseFiles(Relation rel, ColfileGroupCache *gc,
+								 ColfileFileSet *set);
+extern int	ColfileFileSetCount(ColfileFileSet *set);
+extern ColfileColumnFile *ColfileFileSetGet(ColfileFileSet *set, int i);
+extern bool ColfileFileSetTouches(ColfileFileSet *set, const ColfileRowGroup *rg,
+								  AttrNumber attnum);
+extern void ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc,
+								 Snapshot snapshot);
+extern void ColfileOverlayRow(Relation rel, ColfileGroupCache *gc, int pos,
+							  TupleTableSlot *slot, ColfileProj *proj);
+extern void ColfileOverlayChunk(Relation rel, ColfileGroupCache *gc, int a,
+								ColfileDecoded *d, TupleDesc sdesc);
+extern ColfileDecoded *ColfileDecodeColumn(Relation rel, ColfileGroupCache *gc, int a,
+										   TupleDesc sdesc);
+extern bool ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);
+extern bool ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg);
+extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
+									TransactionId oldest_xmin);
+extern void ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);
+extern bool ColfileColumnFilesRecent(Relation rel, Bitmapset *attrs,
+									 TransactionId oldest_xmin);
 
 /* colfile_compact.c */
 extern int64 ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,

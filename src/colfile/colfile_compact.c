@@ -40,6 +40,7 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
@@ -243,11 +244,51 @@ fold_deletions(Compactor *c, ColfileRowGroup *rg)
 							  rg->rowids_off ? VARDATA(rg->directory) + rg->rowids_off : NULL,
 							  rg->rowids_off ? rg->nrows : 0, bits, rg->nrows, ndead);
 	repl.seq = ColfileNextSeq();
+	/* same rows at the same positions: column files stay bound (by first_block) */
 	ColfileReplaceRowGroups(c->rel, list_make1(rg), &repl);
 	ColfileDeleteRowStatesWhere(c->rel->rd_node.relNode, rg, c->dead, c->arg);
 	c->groups_folded++;
 	pfree(repl.directory);
 	pfree(bits);
+}
+
+/*
+ * Rewrite in a subtransaction, kept only if no source got a column update
+ * meanwhile: an updater that claimed a row of a source before the check
+ * (its row state) makes us back off; one that claims later finds the
+ * sources being replaced and waits for us (colfile_column.c).
+ */
+static void
+rewrite_unless_updated(Compactor *c, CompactSource *src, int nsrc, int total)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	int64		replaced = c->groups_replaced,
+				written = c->rows_written;
+	int		   *nrows = palloc(sizeof(int) * nsrc);
+	int			i;
+	bool		updated = false;
+
+	for (i = 0; i < nsrc; i++)
+		nrows[i] = src[i].rg->nrows;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	rewrite(c, src, nsrc, total);
+	for (i = 0; i < nsrc && !updated; i++)
+		updated = ColfileGroupUpdatedInPlace(c->rel->rd_node.relNode, src[i].rg);
+	if (updated)
+	{
+		RollbackAndReleaseCurrentSubTransaction();
+		c->groups_replaced = replaced;
+		c->rows_written = written;
+		for (i = 0; i < nsrc; i++)
+			src[i].rg->nrows = nrows[i];
+	}
+	else
+		ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	pfree(nrows);
 }
 
 /* Rewrite a batch when that merges groups or drops enough dead rows */
@@ -256,7 +297,7 @@ finish_batch(Compactor *c, CompactSource *batch, int nbatch, int live, int rows)
 {
 	if (nbatch >= 2 ||
 		(rows > live && (rows - live) >= colfile_compact_dead_fraction * rows))
-		rewrite(c, batch, nbatch, live);
+		rewrite_unless_updated(c, batch, nbatch, live);
 }
 
 /*
@@ -302,11 +343,13 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 		bool		mergeable;
 		int			nlive = 0;
 
+		/* a group with column files keeps its rows where they are */
 		mergeable = rg->nrows > 0 &&
 			ColfileGroupLastBlock(rg) < limit &&
 			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
 			TransactionIdPrecedes(rg->xmin, oldest_xmin) &&
-			TransactionIdDidCommit(rg->xmin);
+			TransactionIdDidCommit(rg->xmin) &&
+			!ColfileGroupUpdatedInPlace(rel->rd_node.relNode, rg);
 		if (mergeable)
 			nlive = live_rows(&c, rg);
 		if (nbatch > 0 &&
@@ -344,7 +387,11 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 		if (rg->nrows > 0 &&
 			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
 			TransactionIdDidCommit(rg->xmin))
+		{
 			fold_deletions(&c, rg);
+			if (ColfileMergeColumnFiles(rel, rg, oldest_xmin))
+				c.groups_folded++;
+		}
 	}
 	return c.groups_replaced + c.groups_folded;
 }

@@ -23,6 +23,7 @@ int			colfile_rows_per_group = 10000;
 double		colfile_compact_dead_fraction = 0.3;
 int			colfile_compression_level = 3;
 int			colfile_zstd_min_gain = 25;
+bool		colfile_column_updates = true;
 
 static object_access_hook_type prev_object_access_hook = NULL;
 
@@ -82,7 +83,8 @@ colfile_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 			ColfileDiscardRel(objectId);
 			if (OidIsValid(nsp) &&
 				OidIsValid(get_relname_relid("colfile_rowgroup", nsp)) &&
-				OidIsValid(get_relname_relid("colfile_rowstate", nsp)))
+				OidIsValid(get_relname_relid("colfile_rowstate", nsp)) &&
+				OidIsValid(get_relname_relid("colfile_colfile", nsp)))
 				ColfileDeleteAllMetadata(rel->rd_node.relNode);
 		}
 		relation_close(rel, NoLock);
@@ -120,6 +122,14 @@ MvincColfileInit(void)
 							 "VACUUM rewrites a row group without its rows dead to everybody once they are at least this share of its rows (0 rewrites at any dead row, 1 never); small row groups are merged regardless.",
 							 &colfile_compact_dead_fraction,
 							 0.3, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("mvinc.colfile_column_updates",
+							 "Lets an UPDATE of a colfile table write only the columns it changes.",
+							 "When on, an UPDATE that changes no indexed column of a table without AFTER UPDATE row triggers keeps each row's TID and writes the changed columns' values to a column file; when off, every UPDATE deletes the row and inserts it again.",
+							 &colfile_column_updates,
+							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -21,6 +21,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "commands/sequence.h"
+#include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "storage/itemptr.h"
@@ -37,6 +38,7 @@
 
 #define Natts_rowgroup 7
 #define Natts_rowstate 5
+#define Natts_colfile 10
 
 static ColfileMetaRels cached_ids;
 static bool cached_ids_valid = false;
@@ -132,7 +134,8 @@ meta_relcache_inval(Datum arg, Oid relid)
 {
 	if (!OidIsValid(relid) || relid == cached_ids.rowgroup ||
 		relid == cached_ids.rowgroup_idx || relid == cached_ids.rowstate ||
-		relid == cached_ids.rowstate_idx || relid == cached_ids.seq)
+		relid == cached_ids.rowstate_idx || relid == cached_ids.rowstate_del_idx ||
+		relid == cached_ids.seq)
 	{
 		cached_ids_valid = false;
 		dir_cache_stale = true;
@@ -165,9 +168,14 @@ ColfileMetaRelIds(ColfileMetaRels *ids)
 	ids->rowgroup_idx = get_relname_relid("colfile_rowgroup_key", nsp);
 	ids->rowstate = get_relname_relid("colfile_rowstate", nsp);
 	ids->rowstate_idx = get_relname_relid("colfile_rowstate_key", nsp);
+	ids->rowstate_del_idx = get_relname_relid("colfile_rowstate_deletions", nsp);
+	ids->colfile = get_relname_relid("colfile_colfile", nsp);
+	ids->colfile_idx = get_relname_relid("colfile_colfile_key", nsp);
 	ids->seq = get_relname_relid("colfile_seq", nsp);
 	if (!OidIsValid(ids->rowgroup) || !OidIsValid(ids->rowgroup_idx) ||
 		!OidIsValid(ids->rowstate) || !OidIsValid(ids->rowstate_idx) ||
+		!OidIsValid(ids->rowstate_del_idx) ||
+		!OidIsValid(ids->colfile) || !OidIsValid(ids->colfile_idx) ||
 		!OidIsValid(ids->seq))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -185,6 +193,17 @@ ColfileNextSeq(void)
 
 	ColfileMetaRelIds(&ids);
 	return nextval_internal(ids.seq, false);
+}
+
+/* Make an index entry for a metadata tuple already inserted */
+static void
+index_entry(Relation heap, Oid indexoid, HeapTuple tup, Datum *keys, bool *keynulls)
+{
+	Relation	idx = index_open(indexoid, RowExclusiveLock);
+	IndexInfo  *ii = BuildIndexInfo(idx);
+
+	index_insert(idx, keys, keynulls, &tup->t_self, heap, UNIQUE_CHECK_NO, false, ii);
+	index_close(idx, RowExclusiveLock);
 }
 
 /* Insert a heap tuple with a given command id and index it */
@@ -430,6 +449,46 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	return found;
 }
 
+/*
+ * Is row group rg's tuple being inserted or deleted by another transaction
+ * still running (a VACUUM replacing the group)? Returns that transaction,
+ * or InvalidTransactionId.
+ */
+TransactionId
+ColfileGroupTupleBusy(const ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	HeapTupleData tup;
+	Buffer		buf;
+	TransactionId busy = InvalidTransactionId;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	tup.t_self = rg->self;
+	if (heap_fetch(meta, SnapshotAny, &tup, &buf, true))
+	{
+		HeapTupleHeader h = tup.t_data;
+		TransactionId xmin = HeapTupleHeaderGetXmin(h);
+
+		if (!HeapTupleHeaderXminCommitted(h) && !HeapTupleHeaderXminInvalid(h) &&
+			!TransactionIdIsCurrentTransactionId(xmin) && TransactionIdIsInProgress(xmin))
+			busy = xmin;
+		else if (!(h->t_infomask & HEAP_XMAX_INVALID) &&
+				 !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+		{
+			TransactionId xmax = HeapTupleHeaderGetUpdateXid(h);
+
+			if (TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+				TransactionIdIsInProgress(xmax))
+				busy = xmax;
+		}
+		ReleaseBuffer(buf);
+	}
+	table_close(meta, AccessShareLock);
+	return busy;
+}
+
 /* All row groups of a relfilenode visible under snapshot, by first_block */
 List *
 ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
@@ -467,9 +526,11 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	return result;
 }
 
-/* The row group and row state tables, and their key indexes */
+#define N_METADATA_TABLES 3
+
+/* The row group, row state and column file tables, and their key indexes */
 static void
-both_metadata_tables(Oid tabs[2], Oid idxs[2])
+all_metadata_tables(Oid tabs[N_METADATA_TABLES], Oid idxs[N_METADATA_TABLES])
 {
 	ColfileMetaRels ids;
 
@@ -478,6 +539,8 @@ both_metadata_tables(Oid tabs[2], Oid idxs[2])
 	idxs[0] = ids.rowgroup_idx;
 	tabs[1] = ids.rowstate;
 	idxs[1] = ids.rowstate_idx;
+	tabs[2] = ids.colfile;
+	idxs[2] = ids.colfile_idx;
 }
 
 /*
@@ -491,13 +554,13 @@ both_metadata_tables(Oid tabs[2], Oid idxs[2])
 void
 ColfileCopyMetadata(Oid from, Oid to)
 {
-	Oid			tabs[2];
-	Oid			idxs[2];
+	Oid			tabs[N_METADATA_TABLES];
+	Oid			idxs[N_METADATA_TABLES];
 	CommandId	cid = GetCurrentCommandId(true);
 
 	CommandCounterIncrement();
-	both_metadata_tables(tabs, idxs);
-	for (int i = 0; i < 2; i++)
+	all_metadata_tables(tabs, idxs);
+	for (int i = 0; i < N_METADATA_TABLES; i++)
 	{
 		Relation	meta = table_open(tabs[i], RowExclusiveLock);
 		TupleDesc	desc = RelationGetDescr(meta);
@@ -505,8 +568,8 @@ ColfileCopyMetadata(Oid from, Oid to)
 		SysScanDesc scan;
 		ScanKeyData key[1];
 		HeapTuple	tup;
-		Datum		values[Max(Natts_rowgroup, Natts_rowstate)];
-		bool		nulls[Max(Natts_rowgroup, Natts_rowstate)];
+		Datum		values[Max(Natts_colfile, Max(Natts_rowgroup, Natts_rowstate))];
+		bool		nulls[Max(Natts_colfile, Max(Natts_rowgroup, Natts_rowstate))];
 
 		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 					ObjectIdGetDatum(from));
@@ -518,13 +581,24 @@ ColfileCopyMetadata(Oid from, Oid to)
 			heap_deform_tuple(tup, desc, values, nulls);
 			if (i == 0 && DatumGetInt32(values[2]) < 0)
 				continue;		/* a reservation (none under our lock) */
-			if (i == 1 && DatumGetChar(values[2]) != ROWSTATE_DELETED &&
-				DatumGetChar(values[2]) != ROWSTATE_UPDATED &&
-				DatumGetChar(values[2]) != ROWSTATE_KILLED)
-				continue;		/* a row lock */
+			if (i == 1 && !ROWSTATE_IS_DELETION(DatumGetChar(values[2])))
+				continue;		/* a row lock, or a column update's record */
 			values[0] = ObjectIdGetDatum(to);
 			copy = heap_form_tuple(desc, values, nulls);
-			insert_with_index(meta, idxs[i], copy, cid, values, nulls, i == 0);
+			if (i == 2)
+			{
+				/* column files' key: (relfilenode, first_block, seq) */
+				values[2] = values[3];
+				nulls[2] = nulls[3];
+			}
+			insert_with_index(meta, idxs[i], copy, cid, values, nulls, i != 1);
+			if (i == 1)
+			{
+				ColfileMetaRels ids;
+
+				ColfileMetaRelIds(&ids);
+				index_entry(meta, ids.rowstate_del_idx, copy, values, nulls);	/* deletions only */
+			}
 			heap_freetuple(copy);
 		}
 		systable_endscan(scan);
@@ -538,8 +612,8 @@ ColfileCopyMetadata(Oid from, Oid to)
 void
 ColfileDeleteAllMetadata(Oid relfilenode)
 {
-	Oid			tabs[2];
-	Oid			idxs[2];
+	Oid			tabs[N_METADATA_TABLES];
+	Oid			idxs[N_METADATA_TABLES];
 	int			i;
 
 	/*
@@ -547,8 +621,8 @@ ColfileDeleteAllMetadata(Oid relfilenode)
 	 * after the pre-commit flush of buffered inserts wrote its group.
 	 */
 	CommandCounterIncrement();
-	both_metadata_tables(tabs, idxs);
-	for (i = 0; i < 2; i++)
+	all_metadata_tables(tabs, idxs);
+	for (i = 0; i < N_METADATA_TABLES; i++)
 	{
 		Relation	meta = table_open(tabs[i], RowExclusiveLock);
 		SysScanDesc scan;
@@ -615,6 +689,7 @@ ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg)
 	simple_heap_delete(meta, &rg->self);
 	table_close(meta, RowExclusiveLock);
 	ColfileDeleteRowStatesWhere(relfilenode, rg, NULL, NULL);
+	ColfileDeleteColumnFiles(relfilenode, rg);
 }
 
 /*
@@ -641,9 +716,13 @@ ColfileReplaceRowGroups(Relation rel, List *sources, ColfileRowGroup *merged)
 	CommandCounterIncrement();
 }
 
-/* Delete row state records that no longer matter (VACUUM) */
+/*
+ * Delete row state records that no longer matter (VACUUM): locks of
+ * finished transactions, and column updates every snapshot sees (they
+ * only told later writers to wait or to re-check the row)
+ */
 int64
-ColfilePruneRowStates(Oid relfilenode)
+ColfilePruneRowStates(Oid relfilenode, TransactionId oldest_xmin)
 {
 	ColfileMetaRels ids;
 	Relation	meta;
@@ -663,10 +742,12 @@ ColfilePruneRowStates(Oid relfilenode)
 		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
-		/* a lock of a finished transaction is over */
-		if ((kind == ROWSTATE_LOCK_EXCL || kind == ROWSTATE_LOCK_SHARE) &&
-			!TransactionIdIsCurrentTransactionId(xmin) &&
-			!TransactionIdIsInProgress(xmin))
+		if ((ROWSTATE_IS_LOCK(kind) &&
+			 !TransactionIdIsCurrentTransactionId(xmin) &&
+			 !TransactionIdIsInProgress(xmin)) ||
+			(kind == ROWSTATE_COLUMNS &&
+			 TransactionIdPrecedes(xmin, oldest_xmin) &&
+			 !TransactionIdIsCurrentTransactionId(xmin)))
 		{
 			simple_heap_delete(meta, &tup->t_self);
 			n++;
@@ -716,12 +797,14 @@ ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 		values[3] = ItemPointerGetDatum(new_tid);
 	else
 		nulls[3] = true;
-	if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+	if (ROWSTATE_IS_DELETION(kind))
 		values[4] = Int64GetDatum(statement_seq(cid));
 	else
 		nulls[4] = true;
 	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
 	insert_with_index(meta, ids.rowstate_idx, tup, cid, values, nulls, false);
+	if (ROWSTATE_IS_DELETION(kind))
+		index_entry(meta, ids.rowstate_del_idx, tup, values, nulls);
 	heap_freetuple(tup);
 	table_close(meta, RowExclusiveLock);
 }
@@ -802,13 +885,13 @@ ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid, Snapshot snapshot)
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_TIDEQ,
 				ItemPointerGetDatum(tid));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, snapshot, 2, key);
+	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, snapshot, 2, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
 		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 
-		if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+		if (ROWSTATE_IS_DELETION(kind))
 		{
 			deleted = true;
 			break;
@@ -846,13 +929,13 @@ ColfileDeletedSet(Oid relfilenode, Snapshot snapshot)
 	meta = table_open(ids.rowstate, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, snapshot, 1, key);
+	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, snapshot, 1, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
 		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 
-		if (kind == ROWSTATE_DELETED || kind == ROWSTATE_UPDATED || kind == ROWSTATE_KILLED)
+		if (ROWSTATE_IS_DELETION(kind))
 		{
 			ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
 

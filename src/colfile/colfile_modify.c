@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * colfile_modify.c
- *	  DELETE, UPDATE (delete + insert at a new TID), row locking, and the
- *	  row messages that let change capture see a tracked table's changes.
+ *	  DELETE, UPDATE (in place as column files, or delete + insert at a new
+ *	  TID), row locking, and the row messages that let change capture see a
+ *	  tracked table's changes.
  *
  * Locking story: the pages hold no xmax, so the state of a row version is
  * the set of its records in mvinc.colfile_rowstate (see colfile.h), each
@@ -26,14 +27,18 @@
  *	- otherwise insert our own record; it is visible at once to everybody
  *	  checking the row, and ends (for locks) or takes effect (for
  *	  deletions) with our transaction.
- * Lock strength: FOR KEY SHARE and FOR SHARE take a shared record; FOR NO
- * KEY UPDATE, FOR UPDATE, UPDATE and DELETE conflict with every record.
- * (Unlike heap, a non-key UPDATE therefore waits for FOR KEY SHARE lockers
- * such as foreign key checks: more waiting, never less.)
+ * Lock strengths follow heap's table (FOR KEY SHARE, FOR SHARE, FOR NO KEY
+ * UPDATE and an update in place, FOR UPDATE); a deletion or an update that
+ * moves the row conflicts with every record. (Unlike heap, a moving update
+ * of non-key columns therefore waits for FOR KEY SHARE lockers: more
+ * waiting, never less.) An update in place (record 'c') is not a deletion:
+ * the row stays, and a snapshot that does not see a committed one holds an
+ * older version of the row (docs/internals.md, "colfile column updates").
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "access/xact.h"
 #include "capture/capture.h"
 #include "executor/tuptable.h"
@@ -41,20 +46,73 @@
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
 #include "storage/procarray.h"
+#include "utils/datum.h"
+#include "utils/relcache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
 
+/* Lock strength of a row state kind held by a transaction (-1: not a lock) */
+static int
+held_strength(char kind)
+{
+	switch (kind)
+	{
+		case ROWSTATE_LOCK_KEYSHARE:
+			return LockTupleKeyShare;
+		case ROWSTATE_LOCK_SHARE:
+			return LockTupleShare;
+		case ROWSTATE_LOCK_NOKEY:
+		case ROWSTATE_COLUMNS:
+			return LockTupleNoKeyExclusive;
+		case ROWSTATE_LOCK_EXCL:
+			return LockTupleExclusive;
+	}
+	return -1;
+}
+
+/* Do two row lock strengths conflict? (heap's table, tupleLockExtraInfo) */
+static bool
+strengths_conflict(int held, LockTupleMode want)
+{
+	switch (want)
+	{
+		case LockTupleKeyShare:
+			return held == LockTupleExclusive;
+		case LockTupleShare:
+			return held >= LockTupleNoKeyExclusive;
+		case LockTupleNoKeyExclusive:
+			return held >= LockTupleShare;
+		case LockTupleExclusive:
+			return true;
+	}
+	return true;
+}
+
+/* Did the last check_row find the row updated in place by our command? */
+static bool self_columns_update = false;
+
 /*
- * Decide about one row from its records. Returns TM_Ok, TM_BeingModified
- * (*wait_xid set), TM_Updated, TM_Deleted, TM_SelfModified or
- * TM_Invisible; fills tmfd for the failures.
+ * Decide about one row from its records, for a change or lock of strength
+ * mode by a statement reading under snapshot. Returns TM_Ok, TM_BeingModified
+ * (*wait_xid set), TM_Updated, TM_Deleted, TM_SelfModified or TM_Invisible;
+ * fills tmfd for the failures. *own_lock: the strongest lock strength this
+ * transaction holds on the row, or -1.
+ *
+ * Column updates ('c') keep the row at its TID: one committed by a
+ * transaction the snapshot does not see means the caller holds an older
+ * version (TM_Updated, ctid the same TID), unless the caller takes the
+ * newest version anyway (latest_ok: EvalPlanQual's locking walk, or the
+ * row is locked by us FOR [NO KEY] UPDATE, which no later update could
+ * pass) or only wants FOR KEY SHARE, which a no-key update does not
+ * disturb (as heap).
  */
 static TM_Result
-check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
-				   TM_FailureData *tmfd, TransactionId *wait_xid, char *own_lock)
+check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode mode,
+				   Snapshot snapshot, bool latest_ok, TM_FailureData *tmfd,
+				   TransactionId *wait_xid, int *own_lock)
 {
 	List	   *states = ColfileRowStatesFor(rel->rd_node.relNode, tid);
 	ListCell   *lc;
@@ -62,7 +120,8 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 	ColfileRowGroup rg;
 
 	*wait_xid = InvalidTransactionId;
-	*own_lock = 0;
+	*own_lock = -1;
+	self_columns_update = false;
 
 	if (!ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(tid),
 							 SnapshotAny, &rg) ||
@@ -79,8 +138,7 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 	{
 		ColfileRowState *rs = lfirst(lc);
 
-		if (rs->kind != ROWSTATE_DELETED && rs->kind != ROWSTATE_UPDATED &&
-			rs->kind != ROWSTATE_KILLED)
+		if (!ROWSTATE_IS_DELETION(rs->kind))
 			continue;
 		tmfd->ctid = rs->kind == ROWSTATE_UPDATED ? rs->new_tid : *tid;
 		tmfd->xmax = rs->xmin;
@@ -107,29 +165,66 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
 		goto done;
 	}
 
-	/* then locks */
+	/*
+	 * What we hold ourselves, and our own column updates by this command or
+	 * a later one: TM_SelfModified with the latest such command, as heap's
+	 * walk to the newest version reports it (a later command's: "already
+	 * modified by an operation triggered by the current command")
+	 */
 	foreach(lc, states)
 	{
 		ColfileRowState *rs = lfirst(lc);
 
-		if (rs->kind != ROWSTATE_LOCK_EXCL && rs->kind != ROWSTATE_LOCK_SHARE)
+		if (!TransactionIdIsCurrentTransactionId(rs->xmin))
 			continue;
-		if (TransactionIdIsCurrentTransactionId(rs->xmin))
+		if (rs->kind == ROWSTATE_COLUMNS && rs->cmin >= cid &&
+			(result != TM_SelfModified || rs->cmin > tmfd->cmax))
 		{
-			if (*own_lock != ROWSTATE_LOCK_EXCL)
-				*own_lock = rs->kind;
+			self_columns_update = true;
+			tmfd->ctid = *tid;
+			tmfd->xmax = rs->xmin;
+			tmfd->cmax = rs->cmin;
+			result = TM_SelfModified;
+		}
+		if (rs->kind != ROWSTATE_COLUMNS)
+			*own_lock = Max(*own_lock, held_strength(rs->kind));
+	}
+	if (result == TM_SelfModified)
+		goto done;
+	if (*own_lock >= LockTupleNoKeyExclusive)
+		latest_ok = true;
+
+	/* then others' locks and column updates */
+	foreach(lc, states)
+	{
+		ColfileRowState *rs = lfirst(lc);
+		int			held = held_strength(rs->kind);
+
+		if (held < 0 || TransactionIdIsCurrentTransactionId(rs->xmin))
+			continue;
+		if (TransactionIdIsInProgress(rs->xmin))
+		{
+			if (strengths_conflict(held, mode))
+			{
+				*wait_xid = rs->xmin;
+				tmfd->ctid = *tid;
+				tmfd->xmax = rs->xmin;
+				tmfd->cmax = InvalidCommandId;
+				result = TM_BeingModified;
+				goto done;
+			}
 			continue;
 		}
-		if (!TransactionIdIsInProgress(rs->xmin))
-			continue;			/* that transaction ended: lock released */
-		if (exclusive || rs->kind == ROWSTATE_LOCK_EXCL)
+		/* ended: a lock is over; a committed column update may be news */
+		if (rs->kind == ROWSTATE_COLUMNS && !latest_ok && mode != LockTupleKeyShare &&
+			snapshot != NULL && IsMVCCSnapshot(snapshot) &&
+			XidInMVCCSnapshot(rs->xmin, snapshot))
 		{
-			*wait_xid = rs->xmin;
 			tmfd->ctid = *tid;
 			tmfd->xmax = rs->xmin;
 			tmfd->cmax = InvalidCommandId;
-			result = TM_BeingModified;
-			goto done;
+			result = TM_Updated;
+			/* keep looking: a running conflicting lock still makes us wait */
 		}
 	}
 done:
@@ -161,15 +256,17 @@ inserted_by_command(Relation rel, ItemPointer tid, CommandId cid)
 
 /* check_row_internal in a memory context of its own (called per row) */
 static TM_Result
-check_row(Relation rel, ItemPointer tid, CommandId cid, bool exclusive,
-		  TM_FailureData *tmfd, TransactionId *wait_xid, char *own_lock)
+check_row(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode mode,
+		  Snapshot snapshot, bool latest_ok, TM_FailureData *tmfd,
+		  TransactionId *wait_xid, int *own_lock)
 {
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile row check",
 											  ALLOCSET_SMALL_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(tmp);
 	TM_Result	r;
 
-	r = check_row_internal(rel, tid, cid, exclusive, tmfd, wait_xid, own_lock);
+	r = check_row_internal(rel, tid, cid, mode, snapshot, latest_ok, tmfd, wait_xid,
+						   own_lock);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
 	return r;
@@ -221,23 +318,23 @@ lock_tid(Relation rel, ItemPointer tid, LockWaitPolicy policy)
 }
 
 /*
- * Claim a row for deletion or update: on TM_Ok the caller holds the tuple
- * lock and must record its change, then release it.
+ * Claim a row for deletion or update (of strength mode): on TM_Ok the
+ * caller holds the tuple lock and must record its change, then release it.
  */
 static TM_Result
-claim_row(Relation rel, ItemPointer tid, CommandId cid, Snapshot crosscheck,
-		  bool wait, TM_FailureData *tmfd)
+claim_row(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode mode,
+		  Snapshot snapshot, Snapshot crosscheck, bool wait, TM_FailureData *tmfd)
 {
 	TM_Result	r;
 	TransactionId xwait;
-	char		own_lock;
+	int			own_lock;
 
 	ColfileFlushAllForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	for (;;)
 	{
 		LockTuple(rel, tid, ExclusiveLock);
-		r = check_row(rel, tid, cid, true, tmfd, &xwait, &own_lock);
+		r = check_row(rel, tid, cid, mode, snapshot, false, tmfd, &xwait, &own_lock);
 		if (r != TM_BeingModified)
 			break;
 		UnlockTuple(rel, tid, ExclusiveLock);
@@ -249,7 +346,9 @@ claim_row(Relation rel, ItemPointer tid, CommandId cid, Snapshot crosscheck,
 	{
 		ColfileRowGroup rg;
 
-		if (!ColfileRowVisible(rel, tid, crosscheck, &rg))
+		if (!ColfileRowVisible(rel, tid, crosscheck, &rg) ||
+			(check_row(rel, tid, cid, mode, crosscheck, false, tmfd, &xwait,
+					   &own_lock) == TM_Updated))
 		{
 			tmfd->ctid = *tid;
 			tmfd->xmax = InvalidTransactionId;
@@ -304,7 +403,7 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	 * SIREAD locks on the relation (a view's stored read takes one) after.
 	 */
 	(void) GetCurrentTransactionId();
-	r = claim_row(rel, tid, cid, crosscheck, wait, tmfd);
+	r = claim_row(rel, tid, cid, LockTupleExclusive, snapshot, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 		return r;
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
@@ -324,7 +423,50 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	return TM_Ok;
 }
 
-/* UPDATE: insert the new version, record the old one as updated */
+/*
+ * May an UPDATE of rel change a row at its TID (column files)? Not with
+ * AFTER UPDATE row triggers (foreign keys' included): they read the old
+ * and the new row by TID.
+ */
+static bool
+column_updates_allowed(Relation rel)
+{
+	return colfile_column_updates &&
+		!(rel->trigdesc && rel->trigdesc->trig_update_after_row);
+}
+
+/* Columns (attnums) whose values differ between two full slots */
+static Bitmapset *
+changed_columns(TupleDesc desc, TupleTableSlot *oldslot, TupleTableSlot *newslot,
+				Bitmapset *among)
+{
+	Bitmapset  *changed = NULL;
+
+	slot_getallattrs(oldslot);
+	slot_getallattrs(newslot);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+		bool		n1 = oldslot->tts_isnull[a],
+					n2 = newslot->tts_isnull[a];
+
+		if (att->attisdropped || (among != NULL && !bms_is_member(a + 1, among)))
+			continue;
+		if (n1 != n2 ||
+			(!n1 && !datum_image_eq(oldslot->tts_values[a], newslot->tts_values[a],
+									att->attbyval, att->attlen)))
+			changed = bms_add_member(changed, a + 1);
+	}
+	return changed;
+}
+
+/*
+ * UPDATE. When no indexed column changes (and column_updates_allowed), the
+ * row keeps its TID: a row state 'c' records the update, the changed
+ * columns' values go to a column file (colfile_column.c), no index entry
+ * is made and the lock is FOR NO KEY UPDATE strength, as a heap HOT
+ * update. Otherwise: insert the new version, record the old one as updated.
+ */
 TM_Result
 colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 					 CommandId cid, Snapshot snapshot, Snapshot crosscheck,
@@ -333,28 +475,106 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 {
 	TM_Result	r;
 	ItemPointerData old = *otid;
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		possible = column_updates_allowed(rel);
+	Bitmapset  *assigned = possible ? ColfileUpdatedColumns(rel) : NULL;
+	Bitmapset  *indexed = NULL;
+	Bitmapset  *changed = NULL;
+	bool		sure = false;
+	bool		in_place = false;
+	TupleTableSlot *oldslot = NULL;
+	int			x = -1;
 
-	*lockmode = LockTupleExclusive;
+	if (possible)
+	{
+		Bitmapset  *ia = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_ALL);
+
+		while ((x = bms_next_member(ia, x)) >= 0)
+		{
+			int			attno = x + FirstLowInvalidHeapAttributeNumber;
+
+			/* a whole-row or system column reference: every column */
+			if (attno <= 0)
+				indexed = bms_add_range(indexed, 1, Max(desc->natts, 1));
+			else
+				indexed = bms_add_member(indexed, attno);
+		}
+		bms_free(ia);
+		sure = assigned != NULL && !bms_overlap(assigned, indexed);
+	}
+
+	*lockmode = sure ? LockTupleNoKeyExclusive : LockTupleExclusive;
 	*update_indexes = false;
 	(void) GetCurrentTransactionId();	/* as in colfile_tuple_delete */
-	r = claim_row(rel, &old, cid, crosscheck, wait, tmfd);
+	r = claim_row(rel, &old, cid, *lockmode, snapshot, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
+	{
+		bms_free(indexed);
 		return r;
+	}
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	PG_TRY();
 	{
-		ColfileBufferInsert(rel, slot, cid);
-		ColfileInsertCallDone(rel);
-		ColfileInsertRowState(rel, &old, ROWSTATE_UPDATED, &slot->tts_tid, cid);
+		if (possible && (!sure || MvincRowMessagesWanted(rel)))
+		{
+			oldslot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+			if (!ColfileFetchRow(rel, &old, SnapshotAny, oldslot))
+				elog(ERROR, "could not read row (%u,%u) of \"%s\" to update it",
+					 ItemPointerGetBlockNumber(&old), ItemPointerGetOffsetNumber(&old),
+					 RelationGetRelationName(rel));
+		}
+		if (sure)
+		{
+			in_place = true;
+			x = -1;
+			while ((x = bms_next_member(assigned, x)) >= 0)
+				if (x >= 1 && x <= desc->natts && !TupleDescAttr(desc, x - 1)->attisdropped)
+					changed = bms_add_member(changed, x);
+		}
+		else if (possible)
+		{
+			changed = changed_columns(desc, oldslot, slot, assigned);
+			in_place = !bms_overlap(changed, indexed);
+		}
+		if (in_place)
+		{
+			ColfileInsertRowState(rel, &old, ROWSTATE_COLUMNS, NULL, cid);
+			if (!ColfileColumnUpdate(rel, &old, slot, cid, changed))
+				elog(ERROR, "could not find the row group of row (%u,%u) of \"%s\"",
+					 ItemPointerGetBlockNumber(&old), ItemPointerGetOffsetNumber(&old),
+					 RelationGetRelationName(rel));
+			slot->tts_tid = old;
+			slot->tts_tableOid = RelationGetRelid(rel);
+		}
+		else
+		{
+			ColfileBufferInsert(rel, slot, cid);
+			ColfileInsertCallDone(rel);
+			ColfileInsertRowState(rel, &old, ROWSTATE_UPDATED, &slot->tts_tid, cid);
+		}
 	}
 	PG_FINALLY();
 	{
 		UnlockTuple(rel, &old, ExclusiveLock);
 	}
 	PG_END_TRY();
-	*update_indexes = true;
-	ColfileLogRowChange(rel, 'u', &old, slot);
-	pgstat_count_heap_update(rel, false);
+	if (in_place)
+	{
+		*lockmode = LockTupleNoKeyExclusive;
+		if (oldslot != NULL && MvincRowMessagesWanted(rel))
+			MvincLogRowChange(rel, 'u', oldslot, slot);
+		pgstat_count_heap_update(rel, true);
+	}
+	else
+	{
+		*update_indexes = true;
+		ColfileLogRowChange(rel, 'u', &old, slot);
+		pgstat_count_heap_update(rel, false);
+	}
+	if (oldslot != NULL)
+		ExecDropSingleTupleTableSlot(oldslot);
+	bms_free(indexed);
+	bms_free(changed);
 	return TM_Ok;
 }
 
@@ -366,11 +586,10 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 				   TM_FailureData *tmfd)
 {
 	ItemPointerData cur = *tid;
-	bool		exclusive = (mode == LockTupleExclusive ||
-							 mode == LockTupleNoKeyExclusive);
 	TM_Result	r;
 	TransactionId xwait;
-	char		own_lock;
+	int			own_lock;
+	bool		latest_ok = false;
 	CommandId	chain_cid = InvalidCommandId;
 	TransactionId chain_xid = InvalidTransactionId;
 
@@ -402,7 +621,24 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			tmfd->cmax = InvalidCommandId;
 			return TM_WouldBlock;
 		}
-		r = check_row(rel, &cur, cid, exclusive, tmfd, &xwait, &own_lock);
+		r = check_row(rel, &cur, cid, mode, snapshot, latest_ok, tmfd, &xwait,
+					  &own_lock);
+
+		/*
+		 * Our own command changed the row in place: ON CONFLICT DO UPDATE
+		 * found it through the index as the newest version, which heap
+		 * would call invisible (made by this command), with its xmin ours:
+		 * "command cannot affect row a second time". (EvalPlanQual's walk
+		 * gets TM_SelfModified below, as for a version our command made.)
+		 */
+		if (r == TM_SelfModified && self_columns_update && !tmfd->traversed &&
+			!(flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
+		{
+			UnlockTuple(rel, &cur, ExclusiveLock);
+			if (ColfileFetchRow(rel, &cur, SnapshotAny, slot))
+				ColfileSlotSetXmin(slot, GetCurrentTransactionId());
+			return TM_Invisible;
+		}
 		if (r == TM_BeingModified)
 		{
 			UnlockTuple(rel, &cur, ExclusiveLock);
@@ -451,6 +687,24 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			tmfd->cmax = chain_cid;
 			return TM_SelfModified;
 		}
+		/*
+		 * A column update the snapshot does not see: the newest version is
+		 * at the same TID. EvalPlanQual's walk (FIND_LAST_VERSION) locks
+		 * it as a followed version; so does READ COMMITTED otherwise (ON
+		 * CONFLICT DO UPDATE found the row through the index, as the
+		 * newest version, which heap would lock without complaint). Under
+		 * REPEATABLE READ the caller gets TM_Updated (a serialization
+		 * failure), as heap's would for a newer version.
+		 */
+		if (r == TM_Updated && ItemPointerEquals(&tmfd->ctid, &cur) && !latest_ok &&
+			((flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION) || !IsolationUsesXactSnapshot()))
+		{
+			UnlockTuple(rel, &cur, ExclusiveLock);
+			if (flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION)
+				tmfd->traversed = true;
+			latest_ok = true;
+			continue;
+		}
 		if (r == TM_Updated && (flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION) &&
 			ItemPointerIsValid(&tmfd->ctid) &&
 			!ItemPointerEquals(&tmfd->ctid, &cur))
@@ -476,11 +730,15 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	}
 	PG_TRY();
 	{
-		if (own_lock != ROWSTATE_LOCK_EXCL &&
-			(exclusive || own_lock != ROWSTATE_LOCK_SHARE))
-			ColfileInsertRowState(rel, &cur,
-								  exclusive ? ROWSTATE_LOCK_EXCL : ROWSTATE_LOCK_SHARE,
-								  NULL, cid);
+		static const char kinds[] = {
+			[LockTupleKeyShare] = ROWSTATE_LOCK_KEYSHARE,
+			[LockTupleShare] = ROWSTATE_LOCK_SHARE,
+			[LockTupleNoKeyExclusive] = ROWSTATE_LOCK_NOKEY,
+			[LockTupleExclusive] = ROWSTATE_LOCK_EXCL,
+		};
+
+		if (own_lock < (int) mode)
+			ColfileInsertRowState(rel, &cur, kinds[mode], NULL, cid);
 	}
 	PG_FINALLY();
 	{

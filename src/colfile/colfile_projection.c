@@ -20,8 +20,8 @@
  * and workers both run ExecutorStart) and scan_begin takes the union of
  * the running queries' needs for the relation.
  *
- * The ExecutorEnd hook also flushes write buffers at the end of each
- * statement.
+ * The hooks also note the columns each UPDATE assigns (colfile_column.c)
+ * and flush write buffers at the end of each statement.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -388,6 +388,8 @@ colfile_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		ColfileColumnNoteStatement(queryDesc);
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && queryDesc->planstate)
 	{
 		SetupContext sc;
@@ -401,7 +403,9 @@ colfile_ExecutorStart(QueryDesc *queryDesc, int eflags)
 static void
 colfile_ExecutorEnd(QueryDesc *queryDesc)
 {
-	ColfileFlushAll();
+	if (queryDesc->estate != NULL)
+		ColfileFlushStatementEnd(queryDesc->estate->es_output_cid);
+	ColfileColumnForgetStatement(queryDesc);
 	forget_parallel_needs(queryDesc);
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);

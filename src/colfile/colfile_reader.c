@@ -158,9 +158,13 @@ ColfileMakeProj(Bitmapset *needed, int natts)
 		return NULL;
 	p = palloc0(sizeof(ColfileProj));
 	p->cols = palloc(sizeof(int) * Max(natts, 1));
+	p->want = palloc0(sizeof(bool) * Max(natts, 1));
 	while ((x = bms_next_member(needed, x)) >= 0)
 		if (x >= 1 && x <= natts)
+		{
 			p->cols[p->ncols++] = x - 1;
+			p->want[x - 1] = true;
+		}
 	return p;
 }
 
@@ -214,8 +218,9 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 		return;
 	}
 	if (gc->cols[a] == NULL)
-		gc->cols[a] = ColfileDecodeChunk(rel, &gc->rg, slot->tts_tupleDescriptor,
-										 a + 1, gc->cxt);
+		gc->cols[a] = gc->nvisible > 0 ?
+			ColfileDecodeColumn(rel, gc, a, slot->tts_tupleDescriptor) :
+			ColfileDecodeChunk(rel, &gc->rg, slot->tts_tupleDescriptor, a + 1, gc->cxt);
 	slot->tts_values[a] = gc->cols[a]->values[pos];
 	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
 }
@@ -330,6 +335,9 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 			if (BufferIsValid(pinned[j]))
 				ReleaseBuffer(pinned[j]);
 	}
+	/* scans overlaid the decoded chunks; fetches by block overlay the row */
+	if (gc->nvisible > 0 && gc->by_block)
+		ColfileOverlayRow(rel, gc, pos, slot, proj);
 	ExecStoreVirtualTuple(slot);
 	ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
@@ -567,6 +575,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 			fetch_cache->by_block = true;
 			fetch_cache_relfilenode = rel->rd_node.relNode;
 		}
+		ColfileGroupFilesFor(rel, fetch_cache, snapshot);
 		ColfileFillSlot(rel, fetch_cache, ColfileGroupPos(&rg, tid), slot, NULL);
 		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);

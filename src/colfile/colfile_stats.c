@@ -56,7 +56,7 @@ open_colfile(Oid relid)
 
 /*
  * Count visible deletions, their delete files (distinct sequence numbers)
- * and rows locked by transactions still running.
+ * and rows locked (or updated in place) by transactions still running.
  */
 static void
 count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
@@ -86,7 +86,7 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
-		if ((kind == ROWSTATE_LOCK_EXCL || kind == ROWSTATE_LOCK_SHARE) &&
+		if ((ROWSTATE_IS_LOCK(kind) || kind == ROWSTATE_COLUMNS) &&
 			(TransactionIdIsCurrentTransactionId(xmin) || TransactionIdIsInProgress(xmin)))
 			(*locked)++;
 	}
@@ -96,7 +96,7 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 	ctl.entrysize = sizeof(int64);
 	ctl.hcxt = CurrentMemoryContext;
 	seqs = hash_create("colfile delete files", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, snap, 1, key);
+	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, snap, 1, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
@@ -159,7 +159,8 @@ colfile_stats(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(rows - deleted);
 	values[2] = Int64GetDatum(deleted);
 	values[3] = Int64GetDatum(locked);
-	values[4] = Int64GetDatum(0);	/* column files: part 2 */
+	values[4] = Int64GetDatum(ColfileFileSetCount(ColfileListColumnFiles(rel, snap,
+																		 CurrentMemoryContext)));
 	values[5] = Int64GetDatum(delete_files);
 	values[6] = Int64GetDatum(RelationGetNumberOfBlocks(rel));
 	values[7] = Int64GetDatum(comp);
@@ -377,6 +378,7 @@ colfile_check(PG_FUNCTION_ARGS)
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile check",
 											  ALLOCSET_DEFAULT_SIZES);
 	List	   *indexes;
+	ColfileFileSet *files;
 
 	InitMaterializedSRF(fcinfo, 0);
 	ColfileReadMeta(rel, &next_tid_block, &next_byte);
@@ -466,15 +468,93 @@ colfile_check(PG_FUNCTION_ARGS)
 	}
 
 	/*
-	 * No two visible row groups share a byte, and no listed free extent
-	 * holds a byte of a visible row group
+	 * Column files the snapshot sees: bound to a row group it sees, positions
+	 * ascending within the group, columns of the table, chunks readable
+	 */
+	files = ColfileListColumnFiles(rel, snap, CurrentMemoryContext);
+	for (int i = 0; i < ColfileFileSetCount(files); i++)
+	{
+		ColfileColumnFile *f = ColfileFileSetGet(files, i);
+		ColfileRowGroup *owner = NULL;
+		char	   *where = psprintf("column file %lld of row group %lld",
+									 (long long) f->seq, (long long) f->rg.first_block);
+
+		foreach(lc, groups)
+			if (((ColfileRowGroup *) lfirst(lc))->first_block == f->rg.first_block)
+				owner = lfirst(lc);
+		if (owner == NULL)
+		{
+			problem(rsinfo, "column file without its row group", where);
+			continue;
+		}
+		for (int r = 0; r < f->nrows; r++)
+			if (f->positions[r] < 0 || f->positions[r] >= owner->nrows ||
+				(r > 0 && f->positions[r] <= f->positions[r - 1]))
+			{
+				problem(rsinfo, "column file position out of order or range",
+						psprintf("%s: position %d at %d", where, f->positions[r], r));
+				break;
+			}
+		if (f->rg.data_offset + f->rg.data_length > next_byte)
+			problem(rsinfo, "column file beyond the byte allocator", where);
+		for (int k = 0; k < f->nattrs; k++)
+		{
+			MemoryContext old;
+			TupleDesc	sub;
+
+			if (f->attnums[k] < 1 || f->attnums[k] > desc->natts)
+			{
+				problem(rsinfo, "column file names no column of the table",
+						psprintf("%s: column %d", where, f->attnums[k]));
+				continue;
+			}
+			old = MemoryContextSwitchTo(cxt);
+			PG_TRY();
+			{
+				sub = CreateTemplateTupleDesc(f->nattrs);
+				for (int j = 0; j < f->nattrs; j++)
+					TupleDescCopyEntry(sub, j + 1, desc, Min(Max(f->attnums[j], 1), desc->natts));
+				(void) ColfileDecodeChunk(rel, &f->rg, sub, k + 1, cxt);
+			}
+			PG_CATCH();
+			{
+				ErrorData  *e;
+
+				MemoryContextSwitchTo(cxt);
+				e = CopyErrorData();
+				FlushErrorState();
+				MemoryContextSwitchTo(old);
+				problem(rsinfo, "unreadable column file",
+						psprintf("%s column %d: %s", where, f->attnums[k], e->message));
+			}
+			PG_END_TRY();
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(cxt);
+		}
+	}
+
+	/*
+	 * No two visible row groups or column files share a byte, and no listed
+	 * free extent holds a byte of one
 	 */
 	{
 		int			nfree,
 					n = 0,
 					i;
 		ColfileExtent *free_ext = ColfileListFreeExtents(rel, &nfree);
-		CheckedExtent *all = palloc(sizeof(CheckedExtent) * (list_length(groups) + nfree + 1));
+		CheckedExtent *all = palloc(sizeof(CheckedExtent) *
+									(list_length(groups) + ColfileFileSetCount(files) + nfree + 1));
+
+		for (i = 0; i < ColfileFileSetCount(files); i++)
+		{
+			ColfileColumnFile *f = ColfileFileSetGet(files, i);
+
+			if (f->rg.data_length <= 0)
+				continue;
+			all[n].offset = f->rg.data_offset;
+			all[n].length = f->rg.data_length;
+			all[n++].is_free = false;
+		}
 
 		foreach(lc, groups)
 		{
@@ -506,7 +586,8 @@ colfile_check(PG_FUNCTION_ARGS)
 			if (a->offset + a->length > b->offset)
 				problem(rsinfo,
 						a->is_free || b->is_free ?
-						"row group bytes listed free" : "row groups share bytes",
+						"row group or column file bytes listed free" :
+						"row groups or column files share bytes",
 						psprintf("bytes %lld..%lld and %lld..%lld overlap",
 								 (long long) a->offset, (long long) (a->offset + a->length),
 								 (long long) b->offset, (long long) (b->offset + b->length)));

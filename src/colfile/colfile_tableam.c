@@ -75,6 +75,7 @@ typedef struct ColfileScanDescData
 	HTAB	   *deleted;		/* MVCC snapshots: deleted rows */
 	bool		check_each;		/* other snapshots: check rows one by one */
 	ColfileProj *proj;			/* NULL: every column */
+	ColfileFileSet *files;		/* column files the snapshot sees, or NULL */
 	ColfileSkipKey *skip;		/* quals checked against chunk min/max */
 	int			nskip;
 	int64		groups_skipped;
@@ -196,6 +197,8 @@ group_excluded(ColfileScanDesc s, ColfileRowGroup *rg)
 
 		if (c == NULL)
 			continue;			/* column added later: missing value */
+		if (ColfileFileSetTouches(s->files, rg, k->attno))
+			continue;			/* updated values: the group's min/max may not hold */
 		if (c->flags & CHUNK_ALL_NULL)
 			return true;		/* strict operators never pass NULL */
 		if (!ColfileDirMinMax(rg->directory, k->attno, TupleDescAttr(desc, k->attno - 1),
@@ -345,6 +348,7 @@ load_groups(ColfileScanDesc s)
 	}
 	s->ngroups = i;
 	s->group_start[i] = s->total_rows;
+	s->files = ColfileListColumnFiles(rel, snap, s->cxt);
 	if (snap->snapshot_type == SNAPSHOT_MVCC)
 		s->deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
 	else if (snap->snapshot_type != SNAPSHOT_ANY)
@@ -418,6 +422,7 @@ enter_group(ColfileScanDesc s, int gi)
 	ColfileFreeGroup(s->prev);
 	s->prev = s->cur;
 	s->cur = ColfileLoadGroup(s->base.rs_rd, s->groups[gi], s->cxt);
+	ColfileGroupUseFiles(s->base.rs_rd, s->cur, s->files);
 }
 
 /* Next group index for a forward scan (claimed from the shared counter in parallel) */
@@ -684,6 +689,7 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	}
 	/* single decoded values live until the next fetch, as heap's buffer pin */
 	old = MemoryContextSwitchTo(f->tmp);
+	ColfileGroupFilesFor(rel, f->cur, snapshot);
 	ColfileFillSlot(rel, f->cur, ColfileGroupPos(&rg, tid), slot, f->proj);
 	MemoryContextSwitchTo(old);
 	return true;

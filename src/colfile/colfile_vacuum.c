@@ -84,7 +84,7 @@ build_fates(Oid relfilenode, TransactionId oldest_xmin)
 		meta = table_open(ids.rowstate, AccessShareLock);
 		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 1, key);
+		scan = systable_beginscan(meta, ids.rowstate_del_idx, true, SnapshotAny, 1, key);
 		while ((tup = systable_getnext(scan)) != NULL)
 		{
 			bool		isnull;
@@ -248,6 +248,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	double		reltuples = 0;
 	ColfileProj *proj;
 	MemoryContext cxt;
+	ColfileFileSet *files;
 
 	if (scan != NULL && IsMVCCSnapshot(scan->rs_snapshot))
 		return index_build_mvcc_scan(table_rel, index_rel, index_info, scan,
@@ -288,6 +289,19 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index build",
 								ALLOCSET_DEFAULT_SIZES);
 
+	/*
+	 * Rows get their newest committed values. Where a column update of an
+	 * indexed column is newer than some snapshot, that snapshot must not
+	 * use the index (heap's broken HOT chain: indcheckxmin).
+	 */
+	files = ColfileListColumnFiles(table_rel, SnapshotAny, cxt);
+	if (files != NULL &&
+		ColfileColumnFilesRecent(table_rel, index_columns(index_info) ?
+								 index_columns(index_info) :
+								 bms_add_range(NULL, 1, RelationGetDescr(table_rel)->natts),
+								 oldest_xmin))
+		index_info->ii_BrokenHotChain = true;
+
 	for (g = 0;; g++)
 	{
 		ColfileRowGroup *rg;
@@ -301,6 +315,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 		if (rg == NULL)
 			break;
 		gc = ColfileLoadGroup(table_rel, rg, cxt);
+		ColfileGroupUseFiles(table_rel, gc, files);
 
 		for (pos = 0; pos < gc->rg.nrows; pos++)
 		{
@@ -576,16 +591,15 @@ vacuum_become_ordinary_writer(void)
 }
 
 /*
- * Prune the heap pages of mvinc.colfile_rowgroup that hold deleted or
+ * Prune the heap pages of mvinc.colfile_rowgroup (and colfile_colfile) that hold deleted or
  * aborted tuples of this relfilenode, so that the tuples dead to everybody
  * are physically gone (and their removal WAL-logged, which cancels standby
  * queries that could still see them) before their bytes are listed free.
  * A page whose cleanup lock is not free now waits for the next VACUUM.
  */
 static void
-prune_group_tuples(Oid relfilenode)
+prune_tuples_of(Oid metaoid, Oid indexoid, Oid relfilenode)
 {
-	ColfileMetaRels ids;
 	Relation	meta;
 	SysScanDesc scan;
 	ScanKeyData key[1];
@@ -594,9 +608,8 @@ prune_group_tuples(Oid relfilenode)
 	GlobalVisState *vistest;
 	int			b;
 
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowgroup, RowExclusiveLock);
-	scan = every_group_tuple(meta, ids.rowgroup_idx, relfilenode, key);
+	meta = table_open(metaoid, RowExclusiveLock);
+	scan = every_group_tuple(meta, indexoid, relfilenode, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		HeapTupleHeader h = tup->t_data;
@@ -626,6 +639,17 @@ prune_group_tuples(Oid relfilenode)
 	table_close(meta, RowExclusiveLock);
 }
 
+/* ... in both tables whose tuples reference bytes: row groups, column files */
+static void
+prune_group_tuples(Oid relfilenode)
+{
+	ColfileMetaRels ids;
+
+	ColfileMetaRelIds(&ids);
+	prune_tuples_of(ids.rowgroup, ids.rowgroup_idx, relfilenode);
+	prune_tuples_of(ids.colfile, ids.colfile_idx, relfilenode);
+}
+
 static int
 extent_offset_cmp(const void *a, const void *b)
 {
@@ -636,8 +660,8 @@ extent_offset_cmp(const void *a, const void *b)
 }
 
 /*
- * List as free every byte that no row group tuple still present (aborted
- * inserts excepted) references, and give the free tail back to the file
+ * List as free every byte that no row group or column file tuple still
+ * present (aborted inserts excepted) references, and give the free tail back to the file
  * system when ACCESS EXCLUSIVE is free at once (as heap's VACUUM does).
  * Returns the bytes listed free.
  */
@@ -667,31 +691,36 @@ reclaim_space(Relation rel)
 	ColfileLockSpace(rel, ExclusiveLock);
 	used = palloc(sizeof(ColfileExtent) * capused);
 	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowgroup, AccessShareLock);
-	scan = every_group_tuple(meta, ids.rowgroup_idx, relfilenode, key);
-	while ((tup = systable_getnext(scan)) != NULL)
+	/* column files lay out their extents as row groups do (columns 5, 6) */
+	for (int t = 0; t < 2; t++)
 	{
-		bool		isnull;
-		int64		off,
-					len;
-
-		if (ColfileInserterAborted(tup->t_data))
-			continue;
-		off = DatumGetInt64(heap_getattr(tup, 5, RelationGetDescr(meta), &isnull));
-		len = DatumGetInt64(heap_getattr(tup, 6, RelationGetDescr(meta), &isnull));
-		if (len <= 0)
-			continue;
-		if (nused == capused)
+		meta = table_open(t == 0 ? ids.rowgroup : ids.colfile, AccessShareLock);
+		scan = every_group_tuple(meta, t == 0 ? ids.rowgroup_idx : ids.colfile_idx,
+								 relfilenode, key);
+		while ((tup = systable_getnext(scan)) != NULL)
 		{
-			capused *= 2;
-			used = repalloc(used, sizeof(ColfileExtent) * capused);
+			bool		isnull;
+			int64		off,
+						len;
+
+			if (ColfileInserterAborted(tup->t_data))
+				continue;
+			off = DatumGetInt64(heap_getattr(tup, 5, RelationGetDescr(meta), &isnull));
+			len = DatumGetInt64(heap_getattr(tup, 6, RelationGetDescr(meta), &isnull));
+			if (len <= 0)
+				continue;
+			if (nused == capused)
+			{
+				capused *= 2;
+				used = repalloc(used, sizeof(ColfileExtent) * capused);
+			}
+			used[nused].offset = off;
+			used[nused].length = len;
+			nused++;
 		}
-		used[nused].offset = off;
-		used[nused].length = len;
-		nused++;
+		systable_endscan(scan);
+		table_close(meta, AccessShareLock);
 	}
-	systable_endscan(scan);
-	table_close(meta, AccessShareLock);
 
 	ColfileReadMeta(rel, &next_tid_block, &next_byte);
 	qsort(used, nused, sizeof(ColfileExtent), extent_offset_cmp);
@@ -809,7 +838,7 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 			dead += ndead;
 	}
 	(void) ColfileCompact(rel, oldest_xmin, vs.limit, row_dead_to_all, vs.fates);
-	(void) ColfilePruneRowStates(relfilenode);
+	(void) ColfilePruneRowStates(relfilenode, oldest_xmin);
 	ColfilePruneReservations(relfilenode);
 	prune_group_tuples(relfilenode);
 	(void) reclaim_space(rel);

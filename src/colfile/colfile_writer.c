@@ -302,6 +302,7 @@ ColfileFlushAllForRead(Oid relid)
 	 */
 	if (b && b->cid != GetCurrentCommandId(false))
 		flush_buffer(b, NULL);
+	ColfileColumnFlushForRead(relid);
 }
 
 /* Flush the buffer of relid if it holds the row at tid */
@@ -314,11 +315,12 @@ ColfileFlushForTid(Oid relid, ItemPointer tid)
 	if (b && blk >= b->first_block &&
 		blk < b->first_block + (b->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK)
 		flush_buffer(b, NULL);
+	ColfileColumnFlushForTid(relid, tid);
 }
 
-/* Flush every buffer of the current subtransaction (statement end, commit) */
-void
-ColfileFlushAll(void)
+/* Flush the insert buffers of the current subtransaction */
+static void
+flush_inserts(void)
 {
 	List	   *mine = NIL;
 	ListCell   *lc;
@@ -335,6 +337,26 @@ ColfileFlushAll(void)
 	list_free(mine);
 }
 
+/* Flush every buffer of the current subtransaction (commit) */
+void
+ColfileFlushAll(void)
+{
+	flush_inserts();
+	ColfileColumnFlushAll(false);
+}
+
+/*
+ * Statement end: flush the insert buffers, and the column updates of the
+ * ending command (cid): a statement run by a function that an UPDATE calls
+ * per row must not cut the UPDATE's column files into one-row files
+ */
+void
+ColfileFlushStatementEnd(CommandId cid)
+{
+	flush_inserts();
+	ColfileColumnFlushCommand(cid);
+}
+
 /* Forget the buffer of a relation whose storage is going away */
 void
 ColfileDiscardRel(Oid relid)
@@ -343,6 +365,7 @@ ColfileDiscardRel(Oid relid)
 
 	if (b)
 		drop_buffer(b);			/* callers delete the metadata, reservation included */
+	ColfileColumnDiscardRel(relid);
 }
 
 /* Transaction end: pre-commit flushes were done; forget everything */
@@ -350,6 +373,7 @@ void
 ColfileWriterXactCallback(bool commit)
 {
 	buffers = NIL;				/* memory goes with TopTransactionContext */
+	ColfileColumnXactEnd();
 }
 
 /* Subtransaction end: hand buffers to the parent or discard them */
@@ -375,4 +399,5 @@ ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
 			}
 		}
 	}
+	ColfileColumnSubXact(commit, mySubid, parentSubid);
 }

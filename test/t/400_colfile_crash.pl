@@ -1,5 +1,6 @@
 # colfile crash safety: immediate stops during COPY, during a large UPDATE,
-# with open transactions and while free space is reused; after each
+# with open transactions, while free space is reused, after column updates
+# and while VACUUM merges column files; after each
 # restart colfile_check is clean,
 # every committed row is there (compared with a heap twin written in the
 # same transactions) and nothing uncommitted is.
@@ -222,6 +223,67 @@ is($node->safe_psql('postgres', q{SELECT row_groups FROM mvinc.colfile_stats('t'
 ok(vacuum_until(qq{row_groups < $groups_before - 200 FROM mvinc.colfile_stats('t')}),
 	'a later VACUUM compacts the small row groups');
 verify('compaction after the crash');
+
+# Column updates: an UPDATE of unindexed columns keeps the rows' TIDs and
+# writes column files. Committed ones survive a crash, an open one's vanish,
+# and a crash while VACUUM merges a group's column files (held by a SHARE
+# lock on the column file table) leaves the files as they were.
+$node->safe_psql('postgres', q{
+BEGIN;
+UPDATE t SET b = b || '+c' WHERE id % 7 = 0;
+UPDATE ref SET b = b || '+c' WHERE id % 7 = 0;
+COMMIT;
+BEGIN;
+UPDATE t SET a = a * 3 WHERE id % 5 = 0;
+UPDATE ref SET a = a * 3 WHERE id % 5 = 0;
+COMMIT;
+UPDATE t SET a = a + 1 WHERE id % 5 = 0;
+UPDATE ref SET a = a + 1 WHERE id % 5 = 0;
+});
+ok($node->safe_psql('postgres', q{SELECT column_files > 0 FROM mvinc.colfile_stats('t')}) eq 't',
+	'the updates were written in place');
+($in, $out, $err) = ('', '', '');
+$open = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres') ], \$in, \$out, \$err);
+$in .= q{
+BEGIN;
+UPDATE t SET b = 'open column update' WHERE id % 3 = 0;
+SELECT 'open transaction ready';
+};
+$open->pump until $out =~ /open transaction ready/;
+$node->stop('immediate');
+$open->kill_kill;
+$node->start;
+verify('a crash after column updates');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM t WHERE b = 'open column update'}), '0',
+	'no uncommitted column update survived');
+my $files_before = $node->safe_psql('postgres', q{SELECT column_files FROM mvinc.colfile_stats('t')});
+($lin, $lout, $lerr) = ('', '', '');
+$locker = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres') ], \$lin, \$lout, \$lerr);
+$lin .= "BEGIN; LOCK mvinc.colfile_colfile IN SHARE MODE; SELECT 'locked';\n";
+$locker->pump until $lout =~ /locked/;
+($vin, $vout, $verr) = ('', '', '');
+$vacuum = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c', 'VACUUM t' ],
+	\$vin, \$vout, \$verr);
+$node->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity
+	WHERE query = 'VACUUM t' AND wait_event_type = 'Lock'})
+  or die 'VACUUM did not block';
+$node->stop('immediate');
+$locker->kill_kill;
+$vacuum->kill_kill;
+$node->start;
+verify('a crash while VACUUM merged column files');
+is($node->safe_psql('postgres', q{SELECT column_files FROM mvinc.colfile_stats('t')}),
+	$files_before, 'the crashed VACUUM left the column files as they were');
+ok(vacuum_until(q{column_files <= row_groups FROM mvinc.colfile_stats('t')}),
+	'a later VACUUM merges each row group\'s column files into one');
+verify('merging column files');
+$node->stop('immediate');
+$node->start;
+verify('a crash after VACUUM merged column files');
 
 $node->stop;
 done_testing();

@@ -1,0 +1,1546 @@
+/*-------------------------------------------------------------------------
+ * colfile_column.c
+ *	  Column files: an UPDATE that changes no indexed column keeps the row's
+ *	  TID and writes only the changed columns' new values (docs/internals.md,
+ *	  "colfile column updates").
+ *
+ * Writing: colfile_tuple_update records the row's update (a row state of
+ * kind 'c', which locks and orders it like any update) and hands the new
+ * values here. They are buffered per (relation, row group, command,
+ * subtransaction, column set) and written at the end of the statement, or
+ * before this backend reads them, as one column file: the values of those
+ * columns for those row positions, encoded like a row group, described by
+ * a tuple of mvinc.colfile_colfile inserted with the statement's command
+ * id (so the statement does not see its own changes, as with heap).
+ *
+ * Reading: a scan lists the column files its snapshot sees once, a fetch by
+ * TID those of the row's group; a loaded group overlays them on the row
+ * group's values by row position, oldest first, so the newest value a
+ * snapshot sees wins (the files holding one row follow each other in
+ * commit order: each updater waited for the previous one). Non-MVCC
+ * snapshots (SnapshotAny, dirty, self) see the files of committed
+ * transactions and of this one, never another's uncommitted values.
+ *
+ * Which columns a statement changes: the columns it assigns (the range
+ * table's updatedCols, noted at executor start), narrowed by comparing
+ * old and new values where that is needed; every column when the UPDATE
+ * does not come through the executor or BEFORE triggers may change more.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "executor/executor.h"
+#include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+
+#define Natts_colfile 10
+
+static void file_cache_xact_end(void);
+
+/* ---- columns a running statement assigns ---- */
+
+typedef struct StatementCols
+{
+	QueryDesc  *query;
+	SubTransactionId subid;		/* an abort forgets what it started */
+	Oid			relid;
+	Bitmapset  *cols;			/* attnums (1-based) */
+} StatementCols;
+
+static List *statement_cols = NIL;	/* in TopMemoryContext, innermost last */
+
+/*
+ * Executor start: note the columns each UPDATE result relation assigns (of
+ * any statement: a data-modifying WITH in a SELECT included; two UPDATEs of
+ * one table in one statement get the union)
+ */
+void
+ColfileColumnNoteStatement(QueryDesc *query)
+{
+	PlannedStmt *stmt = query->plannedstmt;
+	ListCell   *lc;
+	List	   *mine = NIL;
+
+	if (stmt == NULL || stmt->resultRelations == NIL)
+		return;
+	foreach(lc, stmt->resultRelations)
+	{
+		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+		MemoryContext old;
+		StatementCols *sc = NULL;
+		ListCell   *lc2;
+		int			x = -1;
+
+		if (rte->rtekind != RTE_RELATION || bms_is_empty(rte->updatedCols))
+			continue;
+		foreach(lc2, mine)
+			if (((StatementCols *) lfirst(lc2))->relid == rte->relid)
+				sc = lfirst(lc2);
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		if (sc == NULL)
+		{
+			sc = palloc0(sizeof(StatementCols));
+			sc->query = query;
+			sc->subid = GetCurrentSubTransactionId();
+			sc->relid = rte->relid;
+			mine = lappend(mine, sc);
+		}
+		while ((x = bms_next_member(rte->updatedCols, x)) >= 0)
+			sc->cols = bms_add_member(sc->cols, x + FirstLowInvalidHeapAttributeNumber);
+		x = -1;
+		while ((x = bms_next_member(rte->extraUpdatedCols, x)) >= 0)
+			sc->cols = bms_add_member(sc->cols, x + FirstLowInvalidHeapAttributeNumber);
+		MemoryContextSwitchTo(old);
+	}
+	if (mine != NIL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		statement_cols = list_concat(statement_cols, mine);
+		MemoryContextSwitchTo(old);
+		list_free(mine);
+	}
+}
+
+static void
+free_statement_cols(StatementCols *sc)
+{
+	bms_free(sc->cols);
+	pfree(sc);
+}
+
+/* Executor end: forget what the statement noted */
+void
+ColfileColumnForgetStatement(QueryDesc *query)
+{
+	ListCell   *lc;
+
+	foreach(lc, statement_cols)
+	{
+		StatementCols *sc = lfirst(lc);
+
+		if (sc->query == query)
+		{
+			statement_cols = foreach_delete_current(statement_cols, lc);
+			free_statement_cols(sc);
+		}
+	}
+}
+
+/*
+ * The columns the innermost running statement updating rel assigns
+ * (attnums), or NULL when unknown (no executor statement, or BEFORE UPDATE
+ * row triggers, which may change any column)
+ */
+Bitmapset *
+ColfileUpdatedColumns(Relation rel)
+{
+	if (rel->trigdesc && rel->trigdesc->trig_update_before_row)
+		return NULL;
+	for (int i = list_length(statement_cols) - 1; i >= 0; i--)
+	{
+		StatementCols *sc = list_nth(statement_cols, i);
+
+		if (sc->relid == RelationGetRelid(rel))
+			return sc->cols;
+	}
+	return NULL;
+}
+
+/* ---- write buffers ---- */
+
+typedef struct ColumnBuffer
+{
+	Oid			relid;
+	Oid			relfilenode;
+	int64		first_block;	/* the row group's key */
+	int64		group_seq;		/* the group's seq when buffered (informational) */
+	ColfileRowGroup group;		/* the row group, directory in cxt */
+	CommandId	cid;
+	SubTransactionId subid;
+	int			nattrs;
+	AttrNumber *attnums;		/* ascending */
+	Bitmapset  *posset;			/* positions held */
+	int			n;
+	int			cap;
+	int32	   *positions;
+	Datum	  **values;			/* [nattrs][cap] */
+	bool	  **isnull;
+	MemoryContext cxt;
+} ColumnBuffer;
+
+static List *column_buffers = NIL;	/* in TopTransactionContext */
+
+static void
+drop_column_buffer(ColumnBuffer *b)
+{
+	column_buffers = list_delete_ptr(column_buffers, b);
+	MemoryContextDelete(b->cxt);
+	pfree(b);
+}
+
+/* What a column file holds: n rows (positions ascending) of nattrs columns */
+typedef struct FileContent
+{
+	Oid			relfilenode;
+	int64		first_block;
+	int64		group_seq;
+	CommandId	cid;
+	int			n;
+	int32	   *positions;
+	int			nattrs;
+	AttrNumber *attnums;		/* ascending */
+	Datum	  **values;			/* [nattrs][n] */
+	bool	  **isnull;
+} FileContent;
+
+/* The descriptor of some columns of desc, in attnums order */
+static TupleDesc
+subset_desc(TupleDesc desc, int nattrs, const AttrNumber *attnums)
+{
+	TupleDesc	sub = CreateTemplateTupleDesc(Max(nattrs, 1));
+
+	for (int i = 0; i < nattrs; i++)
+		TupleDescCopyEntry(sub, i + 1, desc, attnums[i]);
+	return sub;
+}
+
+/* Encode and write a column file, and insert its metadata tuple */
+static void
+write_column_file(Relation rel, FileContent *fc)
+{
+	ColfileMetaRels ids;
+	Relation	meta,
+				idx;
+	Datum		values[Natts_colfile];
+	bool		nulls[Natts_colfile] = {0};
+	Datum	   *att = palloc(sizeof(Datum) * fc->nattrs);
+	bytea	   *pos = palloc(VARHDRSZ + sizeof(int32) * fc->n);
+	HeapTuple	tup;
+	IndexInfo  *ii;
+	StringInfoData data;
+	bytea	   *dir;
+	int64		offset;
+
+	initStringInfo(&data);
+	dir = ColfileEncodeGroup(rel, subset_desc(RelationGetDescr(rel), fc->nattrs, fc->attnums),
+							 fc->n, fc->values, fc->isnull, &data);
+	for (int i = 0; i < fc->nattrs; i++)
+		att[i] = Int16GetDatum(fc->attnums[i]);
+	SET_VARSIZE(pos, VARHDRSZ + sizeof(int32) * fc->n);
+	memcpy(VARDATA(pos), fc->positions, sizeof(int32) * fc->n);
+
+	ColfileMetaRelIds(&ids);
+	values[0] = ObjectIdGetDatum(fc->relfilenode);
+	values[1] = Int64GetDatum(fc->first_block);
+	values[2] = Int32GetDatum(fc->n);
+	values[3] = Int64GetDatum(ColfileNextSeq());
+	values[5] = Int64GetDatum(data.len);
+	values[6] = PointerGetDatum(dir);
+	values[7] = Int64GetDatum(fc->group_seq);
+	values[8] = PointerGetDatum(construct_array(att, fc->nattrs, INT2OID, 2, true, TYPALIGN_SHORT));
+	values[9] = PointerGetDatum(pos);
+
+	/* VACUUM must not list the bytes as free before the tuple exists */
+	ColfileLockSpace(rel, RowExclusiveLock);
+	offset = data.len > 0 ? ColfileWriteBytes(rel, data.data, data.len) : 0;
+	values[4] = Int64GetDatum(offset);
+	meta = table_open(ids.colfile, RowExclusiveLock);
+	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
+	heap_insert(meta, tup, fc->cid, 0, NULL);
+	idx = index_open(ids.colfile_idx, RowExclusiveLock);
+	ii = BuildIndexInfo(idx);
+	{
+		/* the key: (relfilenode, first_block, seq) */
+		Datum		keys[3] = {values[0], values[1], values[3]};
+		bool		keynulls[3] = {false, false, false};
+
+		index_insert(idx, keys, keynulls, &tup->t_self, meta, UNIQUE_CHECK_YES, false, ii);
+	}
+	index_close(idx, RowExclusiveLock);
+	heap_freetuple(tup);
+	table_close(meta, RowExclusiveLock);
+	ColfileUnlockSpace(rel, RowExclusiveLock);
+	pfree(data.data);
+}
+
+/* Sort helper: positions with their buffer index */
+typedef struct PosIdx
+{
+	int32		pos;
+	int			idx;
+} PosIdx;
+
+static int
+posidx_cmp(const void *a, const void *b)
+{
+	int32		x = ((const PosIdx *) a)->pos;
+	int32		y = ((const PosIdx *) b)->pos;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Write out a column buffer as one column file */
+static void
+flush_column_buffer(ColumnBuffer *b, Relation rel)
+{
+	bool		opened = false;
+	MemoryContext old;
+	PosIdx	   *order;
+	FileContent fc;
+
+	if (b->subid != GetCurrentSubTransactionId())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read colfile table rows updated by an outer subtransaction"),
+				 errdetail("A statement updated rows of table with OID %u and, before it ended, a subtransaction (an exception block) accessed the table.",
+						   b->relid),
+				 errhint("Update and read the table in separate statements.")));
+	if (rel == NULL)
+	{
+		rel = try_relation_open(b->relid, NoLock);
+		if (rel == NULL)
+		{
+			drop_column_buffer(b);
+			return;
+		}
+		opened = true;
+	}
+	if (b->n == 0 || b->nattrs == 0 || rel->rd_node.relNode != b->relfilenode)
+	{
+		if (opened)
+			relation_close(rel, NoLock);
+		drop_column_buffer(b);
+		return;
+	}
+	old = MemoryContextSwitchTo(b->cxt);
+	order = palloc(sizeof(PosIdx) * b->n);
+	for (int i = 0; i < b->n; i++)
+	{
+		order[i].pos = b->positions[i];
+		order[i].idx = i;
+	}
+	qsort(order, b->n, sizeof(PosIdx), posidx_cmp);
+	fc.relfilenode = b->relfilenode;
+	fc.first_block = b->first_block;
+	fc.group_seq = b->group_seq;
+	fc.cid = b->cid;
+	fc.n = b->n;
+	fc.nattrs = b->nattrs;
+	fc.attnums = b->attnums;
+	fc.positions = palloc(sizeof(int32) * b->n);
+	fc.values = palloc(sizeof(Datum *) * b->nattrs);
+	fc.isnull = palloc(sizeof(bool *) * b->nattrs);
+	for (int a = 0; a < b->nattrs; a++)
+	{
+		fc.values[a] = palloc(sizeof(Datum) * b->n);
+		fc.isnull[a] = palloc(sizeof(bool) * b->n);
+		for (int i = 0; i < b->n; i++)
+		{
+			fc.values[a][i] = b->values[a][order[i].idx];
+			fc.isnull[a][i] = b->isnull[a][order[i].idx];
+		}
+	}
+	for (int i = 0; i < b->n; i++)
+		fc.positions[i] = order[i].pos;
+	write_column_file(rel, &fc);
+	MemoryContextSwitchTo(old);
+	if (opened)
+		relation_close(rel, NoLock);
+	drop_column_buffer(b);
+}
+
+static bool
+same_attnums(ColumnBuffer *b, Bitmapset *changed)
+{
+	int			x = -1,
+				i = 0;
+
+	if (bms_num_members(changed) != b->nattrs)
+		return false;
+	while ((x = bms_next_member(changed, x)) >= 0)
+		if (b->attnums[i++] != x)
+			return false;
+	return true;
+}
+
+/*
+ * A column file binds to its row group by first_block, positions counting
+ * the group's rows. VACUUM never merges or rewrites a group that has column
+ * files or rows being updated in place (ColfileGroupUpdatedInPlace, checked
+ * again after the rewrite, before it is kept), and a delete vector keeps
+ * the group's rows where they are. An updater that meets its row's group
+ * being replaced by a running VACUUM waits for it, then binds to what it
+ * left: so either VACUUM sees the updater's row state and backs off, or the
+ * updater sees VACUUM's replacement. The group found last is cached per
+ * transaction: while an update of ours in it runs, VACUUM leaves it alone.
+ */
+static ColfileRowGroup *bound_group = NULL;	/* in TopTransactionContext */
+static Oid	bound_group_rel = InvalidOid;
+static TransactionId bound_group_xid = InvalidTransactionId;
+
+static bool
+bind_row_group(Relation rel, ItemPointer tid, ColfileRowGroup *rg)
+{
+	Oid			relfilenode = rel->rd_node.relNode;
+
+	if (bound_group != NULL && bound_group_rel == relfilenode &&
+		bound_group_xid == GetTopTransactionId() &&
+		ColfileGroupPos(bound_group, tid) >= 0)
+	{
+		*rg = *bound_group;
+		return true;
+	}
+	for (;;)
+	{
+		TransactionId busy;
+
+		if (!ColfileFindRowGroup(relfilenode, ItemPointerGetBlockNumber(tid),
+								 SnapshotAny, rg) || rg->nrows <= 0)
+			return false;
+		busy = ColfileGroupTupleBusy(rg);
+		if (!TransactionIdIsValid(busy))
+			break;
+		XactLockTableWait(busy, rel, tid, XLTW_Update);
+	}
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		bound_group = palloc(sizeof(ColfileRowGroup));
+		*bound_group = *rg;
+		bound_group->directory = palloc(VARSIZE(rg->directory));
+		memcpy(bound_group->directory, rg->directory, VARSIZE(rg->directory));
+		bound_group_rel = relfilenode;
+		bound_group_xid = GetTopTransactionId();
+		MemoryContextSwitchTo(old);
+	}
+	return true;
+}
+
+/*
+ * Buffer the new values of the changed columns (attnums) of the row at tid
+ * (whose row state the caller recorded). Returns false, buffering nothing,
+ * when the row's group is not found.
+ */
+bool
+ColfileColumnUpdate(Relation rel, ItemPointer tid, TupleTableSlot *slot,
+					CommandId cid, Bitmapset *changed)
+{
+	ColfileRowGroup rg;
+	ColumnBuffer *b = NULL;
+	ListCell   *lc;
+	MemoryContext old;
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			pos;
+
+	if (!bind_row_group(rel, tid, &rg))
+		return false;
+	pos = ColfileGroupPos(&rg, tid);
+	if (pos < 0)
+		return false;
+	if (bms_is_empty(changed))
+		return true;			/* nothing to write; the row state says it all */
+
+	foreach(lc, column_buffers)
+	{
+		ColumnBuffer *c = lfirst(lc);
+
+		if (c->relid == RelationGetRelid(rel) && c->first_block == rg.first_block &&
+			c->cid == cid &&
+			c->subid == GetCurrentSubTransactionId() &&
+			c->relfilenode == rel->rd_node.relNode && same_attnums(c, changed))
+		{
+			b = c;
+			break;
+		}
+	}
+	if (b == NULL)
+	{
+		MemoryContext cxt = AllocSetContextCreate(TopTransactionContext,
+												  "colfile column buffer",
+												  ALLOCSET_DEFAULT_SIZES);
+		int			x = -1;
+
+		b = MemoryContextAllocZero(TopTransactionContext, sizeof(ColumnBuffer));
+		b->cxt = cxt;
+		b->relid = RelationGetRelid(rel);
+		b->relfilenode = rel->rd_node.relNode;
+		b->first_block = rg.first_block;
+		b->group_seq = rg.seq;
+		b->group = rg;
+		b->group.directory = MemoryContextAlloc(cxt, VARSIZE(rg.directory));
+		memcpy(b->group.directory, rg.directory, VARSIZE(rg.directory));
+		b->cid = cid;
+		b->subid = GetCurrentSubTransactionId();
+		b->nattrs = bms_num_members(changed);
+		b->attnums = MemoryContextAlloc(cxt, sizeof(AttrNumber) * b->nattrs);
+		while ((x = bms_next_member(changed, x)) >= 0)
+			b->attnums[b->n++] = x;
+		b->n = 0;
+		b->cap = 64;
+		b->positions = MemoryContextAlloc(cxt, sizeof(int32) * b->cap);
+		b->values = MemoryContextAlloc(cxt, sizeof(Datum *) * b->nattrs);
+		b->isnull = MemoryContextAlloc(cxt, sizeof(bool *) * b->nattrs);
+		for (int a = 0; a < b->nattrs; a++)
+		{
+			b->values[a] = MemoryContextAlloc(cxt, sizeof(Datum) * b->cap);
+			b->isnull[a] = MemoryContextAlloc(cxt, sizeof(bool) * b->cap);
+		}
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		column_buffers = lappend(column_buffers, b);
+		MemoryContextSwitchTo(old);
+	}
+	if (b->n == b->cap)
+	{
+		int			newcap = b->cap * 4;
+
+		b->positions = repalloc(b->positions, sizeof(int32) * newcap);
+		for (int a = 0; a < b->nattrs; a++)
+		{
+			b->values[a] = repalloc(b->values[a], sizeof(Datum) * newcap);
+			b->isnull[a] = repalloc(b->isnull[a], sizeof(bool) * newcap);
+		}
+		b->cap = newcap;
+	}
+	slot_getallattrs(slot);
+	old = MemoryContextSwitchTo(b->cxt);
+	for (int a = 0; a < b->nattrs; a++)
+	{
+		int			i = b->attnums[a] - 1;
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Datum		v = slot->tts_values[i];
+
+		b->isnull[a][b->n] = slot->tts_isnull[i] || att->attisdropped;
+		if (b->isnull[a][b->n])
+			v = (Datum) 0;
+		else if (att->attlen == -1 && (VARATT_IS_EXTERNAL(DatumGetPointer(v)) ||
+									   VARATT_IS_COMPRESSED(DatumGetPointer(v))))
+			v = PointerGetDatum(detoast_attr((struct varlena *) DatumGetPointer(v)));
+		else
+			v = datumCopy(v, att->attbyval, att->attlen);
+		b->values[a][b->n] = v;
+	}
+	b->positions[b->n] = pos;
+	b->posset = bms_add_member(b->posset, pos);
+	MemoryContextSwitchTo(old);
+	b->n++;
+	return true;
+}
+
+/* Which buffers a flush writes */
+typedef enum FlushWhich
+{
+	FLUSH_SUBXACT,				/* the current subtransaction's */
+	FLUSH_ALL,					/* every one */
+	FLUSH_COMMAND,				/* the current subtransaction's of one command */
+	FLUSH_FOR_READ				/* one relation's of earlier commands */
+} FlushWhich;
+
+static void
+flush_buffers(FlushWhich which, CommandId cid, Oid relid)
+{
+	List	   *mine = NIL;
+	ListCell   *lc;
+
+	foreach(lc, column_buffers)
+	{
+		ColumnBuffer *b = lfirst(lc);
+		bool		mysub = b->subid == GetCurrentSubTransactionId();
+		bool		take = false;
+
+		switch (which)
+		{
+			case FLUSH_SUBXACT:
+				take = mysub;
+				break;
+			case FLUSH_ALL:
+				take = true;
+				break;
+			case FLUSH_COMMAND:
+				take = mysub && b->cid == cid;
+				break;
+			case FLUSH_FOR_READ:
+				take = b->relid == relid && b->cid != GetCurrentCommandId(false);
+				break;
+		}
+		if (take)
+			mine = lappend(mine, b);
+	}
+	foreach(lc, mine)
+		flush_column_buffer(lfirst(lc), NULL);
+	list_free(mine);
+}
+
+/* Flush the current subtransaction's buffers (all: every buffer) */
+void
+ColfileColumnFlushAll(bool all_subxacts)
+{
+	flush_buffers(all_subxacts ? FLUSH_ALL : FLUSH_SUBXACT, InvalidCommandId, InvalidOid);
+}
+
+/* Statement end: write the buffers of the ending command */
+void
+ColfileColumnFlushCommand(CommandId cid)
+{
+	flush_buffers(FLUSH_COMMAND, cid, InvalidOid);
+}
+
+/* Before this backend reads relid in a later command: write its buffers */
+void
+ColfileColumnFlushForRead(Oid relid)
+{
+	if (column_buffers != NIL)
+		flush_buffers(FLUSH_FOR_READ, InvalidCommandId, relid);
+}
+
+/* Before a read of the row at tid: write the buffer holding it */
+void
+ColfileColumnFlushForTid(Oid relid, ItemPointer tid)
+{
+	ListCell   *lc;
+
+	foreach(lc, column_buffers)
+	{
+		ColumnBuffer *b = lfirst(lc);
+		int			pos;
+
+		if (b->relid != relid)
+			continue;
+		pos = ColfileGroupPos(&b->group, tid);
+		if (pos >= 0 && bms_is_member(pos, b->posset))
+		{
+			flush_column_buffer(b, NULL);
+			return;
+		}
+	}
+}
+
+/* Forget the buffers of a relation whose storage is going away */
+void
+ColfileColumnDiscardRel(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, column_buffers)
+	{
+		ColumnBuffer *b = lfirst(lc);
+
+		if (b->relid == relid)
+		{
+			column_buffers = foreach_delete_current(column_buffers, lc);
+			MemoryContextDelete(b->cxt);
+			pfree(b);
+		}
+	}
+}
+
+/* Transaction end (flushed before commit): forget everything */
+void
+ColfileColumnXactEnd(void)
+{
+	ListCell   *lc;
+
+	column_buffers = NIL;		/* memory goes with TopTransactionContext */
+	file_cache_xact_end();
+	bound_group = NULL;
+	bound_group_rel = InvalidOid;
+	foreach(lc, statement_cols)
+		free_statement_cols(lfirst(lc));
+	list_free(statement_cols);
+	statement_cols = NIL;
+}
+
+/* Subtransaction end: hand buffers to the parent or discard them */
+void
+ColfileColumnSubXact(bool commit, SubTransactionId mySubid,
+					 SubTransactionId parentSubid)
+{
+	ListCell   *lc;
+
+	foreach(lc, statement_cols)
+	{
+		StatementCols *sc = lfirst(lc);
+
+		if (sc->subid != mySubid)
+			continue;
+		if (commit)
+			sc->subid = parentSubid;
+		else
+		{
+			statement_cols = foreach_delete_current(statement_cols, lc);
+			free_statement_cols(sc);
+		}
+	}
+	/* the row states that kept the cached group in place may be gone */
+	if (!commit)
+	{
+		bound_group = NULL;
+		bound_group_rel = InvalidOid;
+	}
+	foreach(lc, column_buffers)
+	{
+		ColumnBuffer *b = lfirst(lc);
+
+		if (b->subid != mySubid)
+			continue;
+		if (commit)
+			b->subid = parentSubid;
+		else
+		{
+			column_buffers = foreach_delete_current(column_buffers, lc);
+			MemoryContextDelete(b->cxt);
+			pfree(b);
+		}
+	}
+}
+
+/* ---- reading ---- */
+
+struct ColfileFileSet
+{
+	int			n;
+	ColfileColumnFile **files;	/* by (first_block, seq) */
+};
+
+/* A file as a loaded group uses it: its columns decoded there */
+typedef struct ColfileLoadedFile
+{
+	ColfileColumnFile *f;		/* in the file cache */
+	TupleDesc	desc;			/* of its columns, from the reading slot */
+	ColfileDecoded **cols;		/* [nattrs], NULL until decoded */
+} ColfileLoadedFile;
+
+/*
+ * Column files as read from their tuples, kept across queries: a fetch by
+ * TID lists its group's files each time, and deforming their position
+ * arrays again each time cost more than the lookup. A file tuple never
+ * changes once inserted, so (relfilenode, seq, xmin) names one file for
+ * good. Entries are freed only at transaction end (loaded groups point at
+ * them), then all at once when the cache outgrew FILE_CACHE_BYTES or the
+ * metadata tables were invalidated.
+ */
+#define FILE_CACHE_BYTES (16 * 1024 * 1024)
+
+typedef struct FileCacheKey
+{
+	Oid			relfilenode;
+	TransactionId xmin;
+	int64		seq;
+} FileCacheKey;
+
+typedef struct FileCacheEntry
+{
+	FileCacheKey key;
+	ColfileColumnFile *f;
+} FileCacheEntry;
+
+static HTAB *file_cache = NULL;
+static MemoryContext file_cache_cxt = NULL;
+static Size file_cache_bytes = 0;
+
+/* Transaction end: drop the file cache when it grew too big */
+static void
+file_cache_xact_end(void)
+{
+	if (file_cache != NULL && file_cache_bytes > FILE_CACHE_BYTES)
+	{
+		hash_destroy(file_cache);
+		MemoryContextReset(file_cache_cxt);
+		file_cache = NULL;
+		file_cache_bytes = 0;
+	}
+}
+
+/* Is a file tuple out of the picture: removed or its inserter aborted? */
+static bool
+file_tuple_gone(HeapTupleHeader h)
+{
+	TransactionId xmax;
+
+	if (ColfileInserterAborted(h))
+		return true;
+	if ((h->t_infomask & HEAP_XMAX_INVALID) || HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+		return false;
+	xmax = HeapTupleHeaderGetUpdateXid(h);
+	return TransactionIdIsValid(xmax) &&
+		(TransactionIdIsCurrentTransactionId(xmax) ||
+		 (!TransactionIdIsInProgress(xmax) && TransactionIdDidCommit(xmax)));
+}
+
+/*
+ * May a lookup under a non-MVCC snapshot overlay this file? Only files of
+ * committed transactions and of this one: never another transaction's
+ * uncommitted values.
+ */
+static bool
+file_committed_or_mine(HeapTupleHeader h)
+{
+	TransactionId xmin = HeapTupleHeaderGetXmin(h);
+
+	if (file_tuple_gone(h))
+		return false;
+	if (TransactionIdIsCurrentTransactionId(xmin))
+		return true;
+	if (TransactionIdIsInProgress(xmin))
+		return false;
+	return TransactionIdDidCommit(xmin);
+}
+
+/* A column file as described by its tuple, from the cache or read now */
+static ColfileColumnFile *
+file_from_tuple(Relation meta, HeapTuple tup)
+{
+	FileCacheKey key;
+	FileCacheEntry *e;
+	bool		found;
+	bool		isnull;
+	MemoryContext old;
+	ColfileColumnFile *f;
+	Datum		values[Natts_colfile];
+	bool		nulls[Natts_colfile];
+	ArrayType  *arr;
+	bytea	   *pos;
+	int16	   *att;
+	Size		before;
+
+	if (file_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (file_cache_cxt == NULL)
+			file_cache_cxt = AllocSetContextCreate(TopMemoryContext, "colfile column file cache",
+												   ALLOCSET_DEFAULT_SIZES);
+		ctl.keysize = sizeof(FileCacheKey);
+		ctl.entrysize = sizeof(FileCacheEntry);
+		ctl.hcxt = file_cache_cxt;
+		file_cache = hash_create("colfile column files", 256, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	key.relfilenode = DatumGetObjectId(heap_getattr(tup, 1, RelationGetDescr(meta), &isnull));
+	key.seq = DatumGetInt64(heap_getattr(tup, 4, RelationGetDescr(meta), &isnull));
+	key.xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	e = hash_search(file_cache, &key, HASH_ENTER, &found);
+	if (found)
+		return e->f;
+
+	e->f = NULL;
+	before = MemoryContextMemAllocated(file_cache_cxt, true);
+	old = MemoryContextSwitchTo(file_cache_cxt);
+	PG_TRY();
+	{
+		f = palloc0(sizeof(ColfileColumnFile));
+		heap_deform_tuple(tup, RelationGetDescr(meta), values, nulls);
+		f->rg.first_block = DatumGetInt64(values[1]);
+		f->nrows = f->rg.nrows = DatumGetInt32(values[2]);
+		f->seq = f->rg.seq = DatumGetInt64(values[3]);
+		f->rg.data_offset = DatumGetInt64(values[4]);
+		f->rg.data_length = DatumGetInt64(values[5]);
+		f->rg.directory = DatumGetByteaPCopy(values[6]);
+		f->group_seq = DatumGetInt64(values[7]);
+		arr = DatumGetArrayTypePCopy(values[8]);
+		f->nattrs = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		att = (int16 *) ARR_DATA_PTR(arr);
+		f->attnums = palloc(sizeof(AttrNumber) * Max(f->nattrs, 1));
+		for (int i = 0; i < f->nattrs; i++)
+			f->attnums[i] = att[i];
+		pos = DatumGetByteaPCopy(values[9]);
+		f->positions = (int32 *) VARDATA(pos);
+		f->xmin = key.xmin;
+	}
+	PG_CATCH();
+	{
+		hash_search(file_cache, &key, HASH_REMOVE, NULL);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	e->f = f;
+	file_cache_bytes += MemoryContextMemAllocated(file_cache_cxt, true) - before;
+	return f;
+}
+
+/*
+ * The column files under snapshot with key relfilenode (and first_block,
+ * when given), by (first_block, seq), as a list of cache entries. MVCC
+ * snapshots judge file tuples as any; other snapshots see committed files
+ * and this transaction's.
+ */
+static List *
+list_files(Oid relfilenode, const int64 *first_block, Snapshot snapshot)
+{
+	ColfileMetaRels ids;
+	Relation	meta,
+				idx;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	List	   *result = NIL;
+	bool		mvcc = snapshot->snapshot_type == SNAPSHOT_MVCC ||
+		snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	idx = index_open(ids.colfile_idx, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	if (first_block)
+		ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+					Int64GetDatum(*first_block));
+	scan = systable_beginscan_ordered(meta, idx, mvcc ? snapshot : SnapshotAny,
+									  first_block ? 2 : 1, key);
+	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	{
+		if (!mvcc && !file_committed_or_mine(tup->t_data))
+			continue;
+		result = lappend(result, file_from_tuple(meta, tup));
+	}
+	systable_endscan_ordered(scan);
+	index_close(idx, AccessShareLock);
+	table_close(meta, AccessShareLock);
+	return result;
+}
+
+/* Every column file of rel a scan under snapshot overlays (NULL: none) */
+ColfileFileSet *
+ColfileListColumnFiles(Relation rel, Snapshot snapshot, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	List	   *l = list_files(rel->rd_node.relNode, NULL, snapshot);
+	ColfileFileSet *set = NULL;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (l != NIL)
+	{
+		set = palloc(sizeof(ColfileFileSet));
+		set->n = list_length(l);
+		set->files = palloc(sizeof(ColfileColumnFile *) * set->n);
+		foreach(lc, l)
+			set->files[i++] = lfirst(lc);
+		list_free(l);
+	}
+	MemoryContextSwitchTo(old);
+	return set;
+}
+
+/* Number of files in a set (NULL: none) */
+int
+ColfileFileSetCount(ColfileFileSet *set)
+{
+	return set ? set->n : 0;
+}
+
+/* File i of a set, by (first_block, seq) */
+ColfileColumnFile *
+ColfileFileSetGet(ColfileFileSet *set, int i)
+{
+	return set->files[i];
+}
+
+/* Index of the first file of a set with first_block >= fb */
+static int
+set_lower_bound(ColfileFileSet *set, int64 fb)
+{
+	int			lo = 0,
+				hi = set->n;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (set->files[mid]->rg.first_block < fb)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Does a file of the set overlay column attnum of row group rg? */
+bool
+ColfileFileSetTouches(ColfileFileSet *set, const ColfileRowGroup *rg,
+					  AttrNumber attnum)
+{
+	if (set == NULL)
+		return false;
+	for (int i = set_lower_bound(set, rg->first_block);
+		 i < set->n && set->files[i]->rg.first_block == rg->first_block; i++)
+	{
+		ColfileColumnFile *f = set->files[i];
+
+		for (int a = 0; a < f->nattrs; a++)
+			if (f->attnums[a] == attnum)
+				return true;
+	}
+	return false;
+}
+
+/* Make files (of gc's group, oldest first) the ones gc overlays */
+static void
+use_files(ColfileGroupCache *gc, ColfileColumnFile **files, int n)
+{
+	MemoryContext old = MemoryContextSwitchTo(gc->cxt);
+
+	if (gc->visible == NULL || n > gc->visible_cap)
+	{
+		gc->visible = palloc(sizeof(ColfileLoadedFile *) * Max(n, 4));
+		gc->visible_cap = Max(n, 4);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		ColfileLoadedFile *have = NULL;
+		ListCell   *lc;
+
+		/* decoded columns of a file are kept: a file never changes */
+		foreach(lc, gc->files_loaded)
+		{
+			ColfileLoadedFile *g = lfirst(lc);
+
+			if (g->f == files[i])
+			{
+				have = g;
+				break;
+			}
+		}
+		if (have == NULL)
+		{
+			have = palloc0(sizeof(ColfileLoadedFile));
+			have->f = files[i];
+			have->cols = palloc0(sizeof(ColfileDecoded *) * Max(files[i]->nattrs, 1));
+			gc->files_loaded = lappend(gc->files_loaded, have);
+		}
+		gc->visible[i] = have;
+	}
+	gc->nvisible = n;
+	MemoryContextSwitchTo(old);
+}
+
+/* Overlay on a scan's group the files of the set that belong to it */
+void
+ColfileGroupUseFiles(Relation rel, ColfileGroupCache *gc, ColfileFileSet *set)
+{
+	int			lo,
+				hi;
+
+	gc->nvisible = 0;
+	if (set == NULL)
+		return;
+	lo = set_lower_bound(set, gc->rg.first_block);
+	for (hi = lo; hi < set->n && set->files[hi]->rg.first_block == gc->rg.first_block; hi++)
+		;
+	if (hi > lo)
+		use_files(gc, set->files + lo, hi - lo);
+}
+
+/* Overlay on a fetch's group the files snapshot sees (one lookup) */
+void
+ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc, Snapshot snapshot)
+{
+	List	   *l = list_files(rel->rd_node.relNode, &gc->rg.first_block, snapshot);
+
+	gc->nvisible = 0;
+	if (l != NIL)
+	{
+		ColfileColumnFile **arr = palloc(sizeof(ColfileColumnFile *) * list_length(l));
+		int			i = 0;
+		ListCell   *lc;
+
+		foreach(lc, l)
+			arr[i++] = lfirst(lc);
+		use_files(gc, arr, i);
+		pfree(arr);
+		list_free(l);
+	}
+}
+
+/* Position index of pos in a file, or -1 */
+static int
+file_index(ColfileColumnFile *f, int pos)
+{
+	int			lo = 0,
+				hi = f->nrows - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (f->positions[mid] == pos)
+			return mid;
+		if (f->positions[mid] < pos)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+/* Which column of a file is attnum (-1: none)? */
+static int
+file_column(ColfileColumnFile *f, AttrNumber attnum)
+{
+	for (int k = 0; k < f->nattrs; k++)
+		if (f->attnums[k] == attnum)
+			return k;
+	return -1;
+}
+
+/* The descriptor a loaded file decodes with: the reading slot's (see fill_one) */
+static TupleDesc
+loaded_desc(Relation rel, ColfileGroupCache *gc, ColfileLoadedFile *lf, TupleDesc sdesc)
+{
+	if (lf->desc == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(gc->cxt);
+
+		for (int k = 0; k < lf->f->nattrs; k++)
+			if (lf->f->attnums[k] > sdesc->natts)
+				elog(ERROR, "colfile column file of \"%s\" names column %d of %d",
+					 RelationGetRelationName(rel), lf->f->attnums[k], sdesc->natts);
+		lf->desc = subset_desc(sdesc, lf->f->nattrs, lf->f->attnums);
+		MemoryContextSwitchTo(old);
+	}
+	return lf->desc;
+}
+
+/*
+ * A scan decoded column a (0-based) of its group into d: put in the newest
+ * values its visible files hold. Files are applied newest first, each
+ * position once, stopping when every row is covered, so older files of a
+ * column updated in full are not even decoded.
+ */
+void
+ColfileOverlayChunk(Relation rel, ColfileGroupCache *gc, int a, ColfileDecoded *d,
+					TupleDesc sdesc)
+{
+	int			nrows = gc->rg.nrows;
+	uint8	   *covered = NULL;
+	int			ncovered = 0;
+
+	for (int i = gc->nvisible - 1; i >= gc->nvisible_from && ncovered < nrows; i--)
+	{
+		ColfileLoadedFile *lf = gc->visible[i];
+		ColfileColumnFile *f = lf->f;
+		int			k = file_column(f, a + 1);
+		ColfileDecoded *fd;
+
+		if (k < 0)
+			continue;
+		if (lf->cols[k] == NULL)
+			lf->cols[k] = ColfileDecodeChunk(rel, &f->rg, loaded_desc(rel, gc, lf, sdesc),
+											 k + 1, gc->cxt);
+		fd = lf->cols[k];
+		if (covered == NULL)
+			covered = palloc0(nrows);
+		for (int r = 0; r < f->nrows; r++)
+		{
+			int			p = f->positions[r];
+
+			if (p < 0 || p >= nrows || covered[p])
+				continue;
+			covered[p] = 1;
+			ncovered++;
+			d->values[p] = fd->values[r];
+			d->isnull[p] = fd->isnull[r];
+		}
+	}
+	if (covered)
+		pfree(covered);
+}
+
+/*
+ * A scan's decoded column a (0-based) of its group, with the files' values
+ * in. When a visible file updated the column on every row of the group
+ * (UPDATE t SET c = ... on all rows), the newest such file is the base
+ * instead of the group's own chunk, which is then not even read.
+ */
+ColfileDecoded *
+ColfileDecodeColumn(Relation rel, ColfileGroupCache *gc, int a, TupleDesc sdesc)
+{
+	ColfileDecoded *d = NULL;
+	int			nrows = gc->rg.nrows;
+
+	for (int i = gc->nvisible - 1; i >= 0; i--)
+	{
+		ColfileLoadedFile *lf = gc->visible[i];
+		ColfileColumnFile *f = lf->f;
+		int			k = file_column(f, a + 1);
+		ColfileDecoded *fd;
+
+		if (k < 0 || f->nrows != nrows)
+			continue;
+		/* positions are distinct and ascending: all of 0 .. nrows - 1 */
+		if (lf->cols[k] == NULL)
+			lf->cols[k] = ColfileDecodeChunk(rel, &f->rg, loaded_desc(rel, gc, lf, sdesc),
+											 k + 1, gc->cxt);
+		fd = lf->cols[k];
+		d = MemoryContextAlloc(gc->cxt, sizeof(ColfileDecoded));
+		d->values = MemoryContextAlloc(gc->cxt, sizeof(Datum) * Max(nrows, 1));
+		d->isnull = MemoryContextAlloc(gc->cxt, sizeof(bool) * Max(nrows, 1));
+		d->raw = NULL;
+		memcpy(d->values, fd->values, sizeof(Datum) * nrows);
+		memcpy(d->isnull, fd->isnull, sizeof(bool) * nrows);
+		/* then the newer files only */
+		gc->nvisible_from = i + 1;
+		ColfileOverlayChunk(rel, gc, a, d, sdesc);
+		gc->nvisible_from = 0;
+		return d;
+	}
+	d = ColfileDecodeChunk(rel, &gc->rg, sdesc, a + 1, gc->cxt);
+	ColfileOverlayChunk(rel, gc, a, d, sdesc);
+	return d;
+}
+
+/*
+ * A fetch by TID filled row pos of its group into slot (columns of proj;
+ * NULL: all): put in, for each column, the value of the newest visible file
+ * holding the row, reading that one value.
+ */
+void
+ColfileOverlayRow(Relation rel, ColfileGroupCache *gc, int pos,
+				  TupleTableSlot *slot, ColfileProj *proj)
+{
+	TupleDesc	sdesc = slot->tts_tupleDescriptor;
+	Bitmapset  *done = NULL;
+
+	for (int i = gc->nvisible - 1; i >= 0; i--)
+	{
+		ColfileLoadedFile *lf = gc->visible[i];
+		ColfileColumnFile *f = lf->f;
+		int			r = file_index(f, pos);
+
+		if (r < 0)
+			continue;
+		for (int k = 0; k < f->nattrs; k++)
+		{
+			int			att = f->attnums[k] - 1;
+
+			if (att >= sdesc->natts || (proj != NULL && !proj->want[att]) ||
+				bms_is_member(att, done))
+				continue;
+			done = bms_add_member(done, att);
+			if (lf->cols[k] != NULL)
+			{
+				slot->tts_values[att] = lf->cols[k]->values[r];
+				slot->tts_isnull[att] = lf->cols[k]->isnull[r];
+			}
+			else
+				ColfileDecodeValue(rel, &f->rg, loaded_desc(rel, gc, lf, sdesc), k + 1,
+								   r, InvalidBuffer, &slot->tts_values[att],
+								   &slot->tts_isnull[att]);
+		}
+	}
+	bms_free(done);
+}
+
+/* ---- maintenance ---- */
+
+/* Does row group rg have column files (any not aborted nor removed)? */
+bool
+ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
+{
+	bool		found = false;
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		if (!file_tuple_gone(tup->t_data))
+		{
+			found = true;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return found;
+}
+
+/*
+ * May VACUUM not merge or rewrite row group rg? It has column files (not
+ * aborted), or a row of its TID range is being updated in place by a
+ * transaction still running (its file may not be written yet).
+ */
+static bool running_column_updates(Oid relfilenode, const ColfileRowGroup *rg);
+
+bool
+ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg)
+{
+	if (ColfileGroupHasColumnFiles(relfilenode, rg))
+		return true;
+	return running_column_updates(relfilenode, rg);
+}
+
+/* Is a row of rg's TID range being updated in place by a running transaction? */
+static bool
+running_column_updates(Oid relfilenode, const ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[3];
+	HeapTuple	tup;
+	ItemPointerData lo,
+				hi;
+	bool		found = false;
+
+	ColfileMetaRelIds(&ids);
+	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
+	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
+	meta = table_open(ids.rowstate, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
+				ItemPointerGetDatum(&lo));
+	ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
+				ItemPointerGetDatum(&hi));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 3, key);
+	while (!found && (tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if (DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull)) == ROWSTATE_COLUMNS &&
+			!TransactionIdIsCurrentTransactionId(xmin) && TransactionIdIsInProgress(xmin))
+			found = true;
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return found;
+}
+
+/*
+ * VACUUM: merge the column files of row group rg into one when there are
+ * two or more and every snapshot sees them all (written before oldest_xmin):
+ * the new file holds, for every position and column any of them holds, the
+ * value they give together, which every snapshot sees; the old tuples are
+ * deleted in the same transaction. So a group's files stay few, and a fetch
+ * lists one. Done in a subtransaction kept only if no row of the group got
+ * an update in place meanwhile (as compaction's rewrite). Returns whether
+ * it merged.
+ */
+bool
+ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin)
+{
+	Oid			relfilenode = rel->rd_node.relNode;
+	TupleDesc	desc = RelationGetDescr(rel);
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	List	   *files = NIL;
+	List	   *selves = NIL;
+	bool		all_visible = true;
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext work;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		updated;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan_ordered(meta, index_open(ids.colfile_idx, AccessShareLock),
+									  SnapshotAny, 2, key);
+	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		ItemPointer self;
+
+		if (file_tuple_gone(tup->t_data))
+			continue;
+		if (!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin))
+		{
+			all_visible = false;
+			break;
+		}
+		files = lappend(files, file_from_tuple(meta, tup));
+		self = palloc(sizeof(ItemPointerData));
+		*self = tup->t_self;
+		selves = lappend(selves, self);
+	}
+	index_close(scan->irel, AccessShareLock);
+	systable_endscan_ordered(scan);
+	table_close(meta, AccessShareLock);
+	if (!all_visible || list_length(files) < 2 || running_column_updates(relfilenode, rg))
+		return false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	work = AllocSetContextCreate(cxt, "colfile column file merge", ALLOCSET_DEFAULT_SIZES);
+	{
+		MemoryContext old = MemoryContextSwitchTo(work);
+		ColfileGroupCache *gc = ColfileLoadGroup(rel, rg, work);
+		ColfileColumnFile **arr = palloc(sizeof(ColfileColumnFile *) * list_length(files));
+		uint8	   *held = palloc0(Max(rg->nrows, 1));
+		Bitmapset  *cols = NULL;
+		FileContent fc;
+		int			i = 0,
+					x = -1;
+		ListCell   *lc;
+
+		foreach(lc, files)
+		{
+			ColfileColumnFile *f = lfirst(lc);
+
+			arr[i++] = f;
+			for (int r = 0; r < f->nrows; r++)
+				if (f->positions[r] >= 0 && f->positions[r] < rg->nrows)
+					held[f->positions[r]] = 1;
+			for (int k = 0; k < f->nattrs; k++)
+				if (f->attnums[k] <= desc->natts &&
+					!TupleDescAttr(desc, f->attnums[k] - 1)->attisdropped)
+					cols = bms_add_member(cols, f->attnums[k]);
+		}
+		use_files(gc, arr, i);
+		memset(&fc, 0, sizeof(fc));
+		fc.relfilenode = relfilenode;
+		fc.first_block = rg->first_block;
+		fc.group_seq = rg->seq;
+		fc.cid = GetCurrentCommandId(true);
+		fc.positions = palloc(sizeof(int32) * Max(rg->nrows, 1));
+		for (int p = 0; p < rg->nrows; p++)
+			if (held[p])
+				fc.positions[fc.n++] = p;
+		fc.nattrs = bms_num_members(cols);
+		fc.attnums = palloc(sizeof(AttrNumber) * Max(fc.nattrs, 1));
+		fc.values = palloc(sizeof(Datum *) * Max(fc.nattrs, 1));
+		fc.isnull = palloc(sizeof(bool *) * Max(fc.nattrs, 1));
+		i = 0;
+		while ((x = bms_next_member(cols, x)) >= 0)
+		{
+			ColfileDecoded *d = ColfileDecodeChunk(rel, &gc->rg, desc, x, work);
+
+			ColfileOverlayChunk(rel, gc, x - 1, d, desc);
+			fc.attnums[i] = x;
+			fc.values[i] = palloc(sizeof(Datum) * Max(fc.n, 1));
+			fc.isnull[i] = palloc(sizeof(bool) * Max(fc.n, 1));
+			for (int r = 0; r < fc.n; r++)
+			{
+				fc.values[i][r] = d->values[fc.positions[r]];
+				fc.isnull[i][r] = d->isnull[fc.positions[r]];
+			}
+			i++;
+		}
+		if (fc.nattrs > 0 && fc.n > 0)
+			write_column_file(rel, &fc);
+		meta = table_open(ids.colfile, RowExclusiveLock);
+		foreach(lc, selves)
+			simple_heap_delete(meta, (ItemPointer) lfirst(lc));
+		table_close(meta, RowExclusiveLock);
+		CommandCounterIncrement();
+		MemoryContextSwitchTo(old);
+	}
+	updated = running_column_updates(relfilenode, rg);
+	if (updated)
+		RollbackAndReleaseCurrentSubTransaction();
+	else
+		ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	MemoryContextDelete(work);
+	return !updated;
+}
+
+/* Delete the column files of a row group (VACUUM drops the group) */
+void
+ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan(meta, ids.colfile_idx, true, GetLatestSnapshot(), 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+		simple_heap_delete(meta, &tup->t_self);
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Has a column file of any of attrs (attnums) been written by a transaction
+ * some snapshot may not see (not before oldest_xmin)? An index built now
+ * holds the newest values, which such a snapshot must not look up
+ * (heap's broken HOT chain: the index is marked indcheckxmin).
+ */
+bool
+ColfileColumnFilesRecent(Relation rel, Bitmapset *attrs, TransactionId oldest_xmin)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	bool		recent = false;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(rel->rd_node.relNode));
+	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 1, key);
+	while (!recent && (tup = systable_getnext(scan)) != NULL)
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		bool		isnull;
+		ArrayType  *arr;
+		int16	   *att;
+		int			n;
+
+		if (file_tuple_gone(tup->t_data))
+			continue;
+		if (TransactionIdIsNormal(xmin) && !TransactionIdPrecedes(xmin, oldest_xmin))
+		{
+			arr = DatumGetArrayTypeP(heap_getattr(tup, 9, RelationGetDescr(meta), &isnull));
+			n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+			att = (int16 *) ARR_DATA_PTR(arr);
+			for (int i = 0; i < n; i++)
+				if (bms_is_member(att[i], attrs))
+					recent = true;
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return recent;
+}
