@@ -406,6 +406,7 @@ extern void ColfileInsertCallDone(Relation rel);
 extern void ColfileFlushAll(void);
 extern void ColfileFlushStatementEnd(CommandId cid);
 extern void ColfileFlushAllForRead(Oid relid);
+extern void ColfileFlushInsertsForRead(Oid relid);
 extern void ColfileFlushForTid(Oid relid, ItemPointer tid);
 extern void ColfileDiscardRel(Oid relid);
 extern void ColfileWriterXactCallback(bool commit);
@@ -497,6 +498,7 @@ extern bool ColfileColumnUpdate(Relation rel, ItemPointer tid,
 								TupleTableSlot *slot, CommandId cid,
 								Bitmapset *changed);
 extern Bitmapset *ColfileUpdatedColumns(Relation rel);
+extern bool ColfileStatementAllowsInPlace(Relation rel);
 extern void ColfileColumnNoteStatement(struct QueryDesc *query);
 extern void ColfileColumnForgetStatement(struct QueryDesc *query);
 extern void ColfileColumnFlushAll(bool all_subxacts);
@@ -524,7 +526,8 @@ extern void ColfileOverlayChunk(Relation rel, ColfileGroupCache *gc, int a,
 extern ColfileDecoded *ColfileDecodeColumn(Relation rel, ColfileGroupCache *gc, int a,
 										   TupleDesc sdesc);
 extern bool ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);
-extern bool ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg);
+extern bool ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
+									   TransactionId oldest_xmin);
 extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
 									TransactionId oldest_xmin);
 extern void ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);

@@ -65,7 +65,61 @@ typedef struct StatementCols
 	SubTransactionId subid;		/* an abort forgets what it started */
 	Oid			relid;
 	Bitmapset  *cols;			/* attnums (1-based) */
+	bool		transition;		/* old/new rows go to transition tables */
 } StatementCols;
+
+/*
+ * The stored generated columns of a relation (attnums): an UPDATE recomputes
+ * them, and PostgreSQL 15 no longer lists them in the range table
+ * (extraUpdatedCols stays empty), so they count as assigned
+ */
+static Bitmapset *
+stored_generated_columns(Oid relid)
+{
+	Relation	r = RelationIdGetRelation(relid);
+	Bitmapset  *cols = NULL;
+
+	if (r == NULL)
+		return NULL;
+	if (r->rd_att->constr && r->rd_att->constr->has_generated_stored)
+		for (int a = 0; a < r->rd_att->natts; a++)
+			if (TupleDescAttr(r->rd_att, a)->attgenerated == ATTRIBUTE_GENERATED_STORED)
+				cols = bms_add_member(cols, a + 1);
+	RelationClose(r);
+	return cols;
+}
+
+/*
+ * Does the statement capture UPDATE transition tables (REFERENCING OLD /
+ * NEW TABLE)? The executor fetches each old row by TID after the update,
+ * which would give the new values of a row changed in place. The trigger
+ * sits on the target (a partitioned or inheritance parent included), so
+ * every relation the statement writes is checked.
+ */
+static bool
+statement_has_transition_tables(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		Relation	r;
+		bool		found;
+
+		if (rte->rtekind != RTE_RELATION || rte->rellockmode < RowExclusiveLock)
+			continue;
+		r = RelationIdGetRelation(rte->relid);
+		if (r == NULL)
+			continue;
+		found = r->trigdesc != NULL &&
+			(r->trigdesc->trig_update_old_table || r->trigdesc->trig_update_new_table);
+		RelationClose(r);
+		if (found)
+			return true;
+	}
+	return false;
+}
 
 static List *statement_cols = NIL;	/* in TopMemoryContext, innermost last */
 
@@ -80,9 +134,11 @@ ColfileColumnNoteStatement(QueryDesc *query)
 	PlannedStmt *stmt = query->plannedstmt;
 	ListCell   *lc;
 	List	   *mine = NIL;
+	bool		transition;
 
 	if (stmt == NULL || stmt->resultRelations == NIL)
 		return;
+	transition = statement_has_transition_tables(stmt);
 	foreach(lc, stmt->resultRelations)
 	{
 		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
@@ -103,6 +159,7 @@ ColfileColumnNoteStatement(QueryDesc *query)
 			sc->query = query;
 			sc->subid = GetCurrentSubTransactionId();
 			sc->relid = rte->relid;
+			sc->transition = transition;
 			mine = lappend(mine, sc);
 		}
 		while ((x = bms_next_member(rte->updatedCols, x)) >= 0)
@@ -110,6 +167,7 @@ ColfileColumnNoteStatement(QueryDesc *query)
 		x = -1;
 		while ((x = bms_next_member(rte->extraUpdatedCols, x)) >= 0)
 			sc->cols = bms_add_member(sc->cols, x + FirstLowInvalidHeapAttributeNumber);
+		sc->cols = bms_add_members(sc->cols, stored_generated_columns(rte->relid));
 		MemoryContextSwitchTo(old);
 	}
 	if (mine != NIL)
@@ -145,6 +203,23 @@ ColfileColumnForgetStatement(QueryDesc *query)
 			free_statement_cols(sc);
 		}
 	}
+}
+
+/*
+ * May the innermost running statement updating rel change rows in place?
+ * Not when it captures transition tables (statement_has_transition_tables).
+ */
+bool
+ColfileStatementAllowsInPlace(Relation rel)
+{
+	for (int i = list_length(statement_cols) - 1; i >= 0; i--)
+	{
+		StatementCols *sc = list_nth(statement_cols, i);
+
+		if (sc->relid == RelationGetRelid(rel))
+			return !sc->transition;
+	}
+	return true;
 }
 
 /*
@@ -1288,22 +1363,30 @@ ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
 
 /*
  * May VACUUM not merge or rewrite row group rg? It has column files (not
- * aborted), or a row of its TID range is being updated in place by a
- * transaction still running (its file may not be written yet).
+ * aborted), or a row of its TID range was updated in place by a transaction
+ * VACUUM may interleave with (recent_column_updates).
  */
-static bool running_column_updates(Oid relfilenode, const ColfileRowGroup *rg);
+static bool recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
+								  TransactionId oldest_xmin);
 
 bool
-ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg)
+ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
+						   TransactionId oldest_xmin)
 {
 	if (ColfileGroupHasColumnFiles(relfilenode, rg))
 		return true;
-	return running_column_updates(relfilenode, rg);
+	return recent_column_updates(relfilenode, rg, oldest_xmin);
 }
 
-/* Is a row of rg's TID range being updated in place by a running transaction? */
+/*
+ * Has a row of rg's TID range been updated in place by a transaction not
+ * older than VACUUM's horizon (running, or committed since VACUUM began)?
+ * Any updater that can interleave with this VACUUM is such a transaction,
+ * whether its file is written yet or not.
+ */
 static bool
-running_column_updates(Oid relfilenode, const ColfileRowGroup *rg)
+recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
+					  TransactionId oldest_xmin)
 {
 	ColfileMetaRels ids;
 	Relation	meta;
@@ -1331,7 +1414,9 @@ running_column_updates(Oid relfilenode, const ColfileRowGroup *rg)
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
 		if (DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull)) == ROWSTATE_COLUMNS &&
-			!TransactionIdIsCurrentTransactionId(xmin) && TransactionIdIsInProgress(xmin))
+			!TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdPrecedes(xmin, oldest_xmin) &&
+			!ColfileInserterAborted(tup->t_data))
 			found = true;
 	}
 	systable_endscan(scan);
@@ -1395,7 +1480,8 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 	index_close(scan->irel, AccessShareLock);
 	systable_endscan_ordered(scan);
 	table_close(meta, AccessShareLock);
-	if (!all_visible || list_length(files) < 2 || running_column_updates(relfilenode, rg))
+	if (!all_visible || list_length(files) < 2 ||
+		recent_column_updates(relfilenode, rg, oldest_xmin))
 		return false;
 
 	BeginInternalSubTransaction(NULL);
@@ -1464,7 +1550,7 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 		CommandCounterIncrement();
 		MemoryContextSwitchTo(old);
 	}
-	updated = running_column_updates(relfilenode, rg);
+	updated = recent_column_updates(relfilenode, rg, oldest_xmin);
 	if (updated)
 		RollbackAndReleaseCurrentSubTransaction();
 	else

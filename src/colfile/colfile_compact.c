@@ -59,6 +59,7 @@ typedef struct Compactor
 	int64		rows_written;
 	int64		groups_replaced;
 	int64		groups_folded;
+	TransactionId oldest_xmin;	/* VACUUM's horizon */
 } Compactor;
 
 /* Is row pos of rg (at tid) dead to everybody, or already gone? */
@@ -275,7 +276,13 @@ rewrite_unless_updated(Compactor *c, CompactSource *src, int nsrc, int total)
 	MemoryContextSwitchTo(cxt);
 	rewrite(c, src, nsrc, total);
 	for (i = 0; i < nsrc && !updated; i++)
-		updated = ColfileGroupUpdatedInPlace(c->rel->rd_node.relNode, src[i].rg);
+	{
+		ColfileRowGroup rg = *src[i].rg;
+
+		rg.nrows = nrows[i];	/* rewrite() marked it consumed */
+		updated = ColfileGroupUpdatedInPlace(c->rel->rd_node.relNode, &rg,
+											 c->oldest_xmin);
+	}
 	if (updated)
 	{
 		RollbackAndReleaseCurrentSubTransaction();
@@ -325,6 +332,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	c.rel = rel;
 	c.dead = dead;
 	c.arg = arg;
+	c.oldest_xmin = oldest_xmin;
 	groups = ColfileListRowGroups(rel->rd_node.relNode, SnapshotAny);
 	batch = palloc(sizeof(CompactSource) * (list_length(groups) + 1));
 
@@ -349,7 +357,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
 			TransactionIdPrecedes(rg->xmin, oldest_xmin) &&
 			TransactionIdDidCommit(rg->xmin) &&
-			!ColfileGroupUpdatedInPlace(rel->rd_node.relNode, rg);
+			!ColfileGroupUpdatedInPlace(rel->rd_node.relNode, rg, oldest_xmin);
 		if (mergeable)
 			nlive = live_rows(&c, rg);
 		if (nbatch > 0 &&

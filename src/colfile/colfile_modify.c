@@ -329,7 +329,7 @@ claim_row(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode mode,
 	TransactionId xwait;
 	int			own_lock;
 
-	ColfileFlushAllForRead(RelationGetRelid(rel));
+	ColfileFlushInsertsForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	for (;;)
 	{
@@ -425,14 +425,18 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 
 /*
  * May an UPDATE of rel change a row at its TID (column files)? Not with
- * AFTER UPDATE row triggers (foreign keys' included): they read the old
- * and the new row by TID.
+ * AFTER UPDATE row triggers (foreign keys' included) or transition tables
+ * (on rel or on the statement's target): the executor reads the old and
+ * the new row by TID after the update.
  */
 static bool
 column_updates_allowed(Relation rel)
 {
 	return colfile_column_updates &&
-		!(rel->trigdesc && rel->trigdesc->trig_update_after_row);
+		!(rel->trigdesc && (rel->trigdesc->trig_update_after_row ||
+							rel->trigdesc->trig_update_old_table ||
+							rel->trigdesc->trig_update_new_table)) &&
+		ColfileStatementAllowsInPlace(rel);
 }
 
 /* Columns (attnums) whose values differ between two full slots */
@@ -593,7 +597,7 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	CommandId	chain_cid = InvalidCommandId;
 	TransactionId chain_xid = InvalidTransactionId;
 
-	ColfileFlushAllForRead(RelationGetRelid(rel));
+	ColfileFlushInsertsForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	tmfd->traversed = false;
 
@@ -632,7 +636,7 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 		 * gets TM_SelfModified below, as for a version our command made.)
 		 */
 		if (r == TM_SelfModified && self_columns_update && !tmfd->traversed &&
-			!(flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
+			tmfd->cmax == cid && !(flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
 		{
 			UnlockTuple(rel, &cur, ExclusiveLock);
 			if (ColfileFetchRow(rel, &cur, SnapshotAny, slot))

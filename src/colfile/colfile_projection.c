@@ -403,8 +403,12 @@ colfile_ExecutorStart(QueryDesc *queryDesc, int eflags)
 static void
 colfile_ExecutorEnd(QueryDesc *queryDesc)
 {
-	if (queryDesc->estate != NULL)
+	/* a plain SELECT writes nothing (its es_output_cid is not its own) */
+	if (queryDesc->estate != NULL &&
+		(queryDesc->operation != CMD_SELECT || queryDesc->plannedstmt->hasModifyingCTE))
 		ColfileFlushStatementEnd(queryDesc->estate->es_output_cid);
+	else
+		ColfileFlushStatementEnd(InvalidCommandId);
 	ColfileColumnForgetStatement(queryDesc);
 	forget_parallel_needs(queryDesc);
 	if (prev_ExecutorEnd)

@@ -556,7 +556,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 	bool		found = false;
 
 	ColfileCheckRewrite(rel, snapshot);
-	ColfileFlushAllForRead(RelationGetRelid(rel));
+	ColfileFlushInsertsForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	/* called per row (UPDATE, triggers, EvalPlanQual): nothing may leak */
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile fetch",

@@ -305,6 +305,22 @@ ColfileFlushAllForRead(Oid relid)
 	ColfileColumnFlushForRead(relid);
 }
 
+/*
+ * Before a read of single rows by TID (fetches, locks, updates, deletes):
+ * only the insert buffer of an earlier command, so that row groups exist;
+ * column updates are flushed by ColfileFlushForTid for the row read only
+ * (flushing them all would cut a running UPDATE's files into one-row files
+ * whenever a function it calls advances the command counter)
+ */
+void
+ColfileFlushInsertsForRead(Oid relid)
+{
+	WriteBuffer *b = find_buffer(relid);
+
+	if (b && b->cid != GetCurrentCommandId(false))
+		flush_buffer(b, NULL);
+}
+
 /* Flush the buffer of relid if it holds the row at tid */
 void
 ColfileFlushForTid(Oid relid, ItemPointer tid)

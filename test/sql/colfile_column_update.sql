@@ -78,6 +78,35 @@ SELECT cu_mark();
 UPDATE cu SET a = 10 WHERE id = 1;
 SELECT cu_in_place() AS in_place, a, b FROM cu WHERE id = 1;
 DROP TRIGGER cu_before_b ON cu;
+-- transition tables read the old rows after the update: rows move, on the
+-- table itself and under a partitioned parent that has the trigger
+CREATE FUNCTION cu_old_table() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN RAISE NOTICE 'old a: %, new a: %', (SELECT string_agg(a::text, ',') FROM old_t),
+       (SELECT string_agg(a::text, ',') FROM new_t); RETURN NULL; END $$;
+CREATE TRIGGER cu_trans AFTER UPDATE ON cu REFERENCING OLD TABLE AS old_t NEW TABLE AS new_t
+  FOR EACH STATEMENT EXECUTE FUNCTION cu_old_table();
+SELECT cu_mark();
+UPDATE cu SET a = 99 WHERE id = 1;
+SELECT cu_in_place() AS in_place;
+DROP TRIGGER cu_trans ON cu;
+CREATE TABLE cu_tp (id int, a int) PARTITION BY RANGE (id);
+CREATE TABLE cu_tp1 PARTITION OF cu_tp FOR VALUES FROM (0) TO (100) USING colfile;
+INSERT INTO cu_tp VALUES (1, 1), (2, 2);
+CREATE TRIGGER cu_tp_trans AFTER UPDATE ON cu_tp REFERENCING OLD TABLE AS old_t NEW TABLE AS new_t
+  FOR EACH STATEMENT EXECUTE FUNCTION cu_old_table();
+UPDATE cu_tp SET a = a * 10;
+DROP TABLE cu_tp;
+-- a FOR UPDATE cursor declared before an update in place of its rows
+-- skips them (updated by a later command), as heap
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+CREATE TABLE cu_cur (a int) USING colfile;
+INSERT INTO cu_cur VALUES (1);
+DECLARE c1 NO SCROLL CURSOR FOR SELECT * FROM cu_cur FOR UPDATE;
+UPDATE cu_cur SET a = 2;
+FETCH ALL FROM c1;
+COMMIT;
+DROP TABLE cu_cur;
+
 -- generated columns follow the columns they are computed from
 ALTER TABLE cu ADD COLUMN g int GENERATED ALWAYS AS (a * 2) STORED;
 SELECT cu_mark();
@@ -149,6 +178,7 @@ FROM generate_series(1, 50) \gexec
 \o
 \set ECHO all
 SELECT cu_files() AS files_after_vacuum;
+SELECT count(*) AS stale_generated FROM cu WHERE g IS DISTINCT FROM a * 2;
 SELECT * FROM mvinc.colfile_check('cu');
 SELECT id, k, a, b, c, g FROM cu ORDER BY id;
 -- a new index over updated values; VACUUM FULL folds files into row groups
@@ -181,4 +211,4 @@ SELECT tableoid::regclass, * FROM cu_p ORDER BY id;
 DROP TABLE cu_p;
 
 DROP TABLE cu, cu_tid;
-DROP FUNCTION cu_mark, cu_in_place, cu_files, cu_log, cu_stmt, cu_bump_k, cu_set_b, cu_touch;
+DROP FUNCTION cu_mark, cu_in_place, cu_files, cu_log, cu_stmt, cu_bump_k, cu_set_b, cu_touch, cu_old_table;
