@@ -530,6 +530,8 @@ extern bool ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *r
 									   TransactionId oldest_xmin);
 extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
 									TransactionId oldest_xmin);
+extern bool ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
+										TransactionId oldest_xmin);
 extern void ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);
 extern bool ColfileColumnFilesRecent(Relation rel, Bitmapset *attrs,
 									 TransactionId oldest_xmin);

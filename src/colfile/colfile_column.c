@@ -1378,6 +1378,14 @@ ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
 	return recent_column_updates(relfilenode, rg, oldest_xmin);
 }
 
+/* ColfileCompact's check after its work: see recent_column_updates */
+bool
+ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
+							TransactionId oldest_xmin)
+{
+	return recent_column_updates(relfilenode, rg, oldest_xmin);
+}
+
 /*
  * Has a row of rg's TID range been updated in place by a transaction not
  * older than VACUUM's horizon (running, or committed since VACUUM began)?
@@ -1430,9 +1438,9 @@ recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
  * the new file holds, for every position and column any of them holds, the
  * value they give together, which every snapshot sees; the old tuples are
  * deleted in the same transaction. So a group's files stay few, and a fetch
- * lists one. Done in a subtransaction kept only if no row of the group got
- * an update in place meanwhile (as compaction's rewrite). Returns whether
- * it merged.
+ * lists one. The caller (ColfileCompact) runs it in a subtransaction it
+ * keeps only if no row of the group got an update in place meanwhile (as
+ * for its rewrites). Returns whether it merged.
  */
 bool
 ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin)
@@ -1449,8 +1457,6 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 	bool		all_visible = true;
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext work;
-	ResourceOwner owner = CurrentResourceOwner;
-	bool		updated;
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.colfile, AccessShareLock);
@@ -1484,8 +1490,6 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 		recent_column_updates(relfilenode, rg, oldest_xmin))
 		return false;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
 	work = AllocSetContextCreate(cxt, "colfile column file merge", ALLOCSET_DEFAULT_SIZES);
 	{
 		MemoryContext old = MemoryContextSwitchTo(work);
@@ -1550,15 +1554,8 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 		CommandCounterIncrement();
 		MemoryContextSwitchTo(old);
 	}
-	updated = recent_column_updates(relfilenode, rg, oldest_xmin);
-	if (updated)
-		RollbackAndReleaseCurrentSubTransaction();
-	else
-		ReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
 	MemoryContextDelete(work);
-	return !updated;
+	return true;
 }
 
 /* Delete the column files of a row group (VACUUM drops the group) */

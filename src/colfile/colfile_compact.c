@@ -60,6 +60,8 @@ typedef struct Compactor
 	int64		groups_replaced;
 	int64		groups_folded;
 	TransactionId oldest_xmin;	/* VACUUM's horizon */
+	List	   *touched;		/* groups rewritten or whose files merged */
+	MemoryContext cxt;
 } Compactor;
 
 /* Is row pos of rg (at tid) dead to everybody, or already gone? */
@@ -254,48 +256,23 @@ fold_deletions(Compactor *c, ColfileRowGroup *rg)
 }
 
 /*
- * Rewrite in a subtransaction, kept only if no source got a column update
- * meanwhile: an updater that claimed a row of a source before the check
- * (its row state) makes us back off; one that claims later finds the
- * sources being replaced and waits for us (colfile_column.c).
+ * Rewrite a batch, remembering its sources (as they were) for the check
+ * at the end of the compaction (ColfileCompact)
  */
 static void
-rewrite_unless_updated(Compactor *c, CompactSource *src, int nsrc, int total)
+rewrite_and_remember(Compactor *c, CompactSource *src, int nsrc, int total)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	int64		replaced = c->groups_replaced,
-				written = c->rows_written;
-	int		   *nrows = palloc(sizeof(int) * nsrc);
-	int			i;
-	bool		updated = false;
+	MemoryContext old = MemoryContextSwitchTo(c->cxt);
 
-	for (i = 0; i < nsrc; i++)
-		nrows[i] = src[i].rg->nrows;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
+	for (int i = 0; i < nsrc; i++)
+	{
+		ColfileRowGroup *copy = palloc(sizeof(ColfileRowGroup));
+
+		*copy = *src[i].rg;		/* rewrite() marks it consumed (nrows 0) */
+		c->touched = lappend(c->touched, copy);
+	}
+	MemoryContextSwitchTo(old);
 	rewrite(c, src, nsrc, total);
-	for (i = 0; i < nsrc && !updated; i++)
-	{
-		ColfileRowGroup rg = *src[i].rg;
-
-		rg.nrows = nrows[i];	/* rewrite() marked it consumed */
-		updated = ColfileGroupUpdatedInPlace(c->rel->rd_node.relNode, &rg,
-											 c->oldest_xmin);
-	}
-	if (updated)
-	{
-		RollbackAndReleaseCurrentSubTransaction();
-		c->groups_replaced = replaced;
-		c->rows_written = written;
-		for (i = 0; i < nsrc; i++)
-			src[i].rg->nrows = nrows[i];
-	}
-	else
-		ReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	pfree(nrows);
 }
 
 /* Rewrite a batch when that merges groups or drops enough dead rows */
@@ -304,7 +281,7 @@ finish_batch(Compactor *c, CompactSource *batch, int nbatch, int live, int rows)
 {
 	if (nbatch >= 2 ||
 		(rows > live && (rows - live) >= colfile_compact_dead_fraction * rows))
-		rewrite_unless_updated(c, batch, nbatch, live);
+		rewrite_and_remember(c, batch, nbatch, live);
 }
 
 /*
@@ -319,6 +296,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 			   ColfileRowDead dead, void *arg)
 {
 	Compactor	c;
+	ResourceOwner owner = CurrentResourceOwner;
 	List	   *groups;
 	ListCell   *lc;
 	CompactSource *batch;
@@ -333,6 +311,20 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	c.dead = dead;
 	c.arg = arg;
 	c.oldest_xmin = oldest_xmin;
+	c.cxt = CurrentMemoryContext;
+
+	/*
+	 * All of it in one subtransaction, kept only if no group it rewrote or
+	 * whose column files it merged got an update in place meanwhile (a
+	 * column-update record not older than the horizon): an updater that
+	 * claimed a row before the check makes us back off, one that claims
+	 * later finds its group being replaced and waits for us
+	 * (colfile_column.c). One for the whole compaction, not one per group:
+	 * more than 64 subtransaction ids would overflow every snapshot's
+	 * cache while VACUUM runs.
+	 */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(c.cxt);
 	groups = ColfileListRowGroups(rel->rd_node.relNode, SnapshotAny);
 	batch = palloc(sizeof(CompactSource) * (list_length(groups) + 1));
 
@@ -398,8 +390,29 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 		{
 			fold_deletions(&c, rg);
 			if (ColfileMergeColumnFiles(rel, rg, oldest_xmin))
+			{
+				MemoryContext old = MemoryContextSwitchTo(c.cxt);
+				ColfileRowGroup *copy = palloc(sizeof(ColfileRowGroup));
+
+				*copy = *rg;
+				c.touched = lappend(c.touched, copy);
+				MemoryContextSwitchTo(old);
 				c.groups_folded++;
+			}
 		}
 	}
+	foreach(lc, c.touched)
+	{
+		if (ColfileGroupRecentlyUpdated(rel->rd_node.relNode, lfirst(lc), oldest_xmin))
+		{
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(c.cxt);
+			CurrentResourceOwner = owner;
+			return 0;
+		}
+	}
+	ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(c.cxt);
+	CurrentResourceOwner = owner;
 	return c.groups_replaced + c.groups_folded;
 }

@@ -118,6 +118,9 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 	ListCell   *lc;
 	TM_Result	result = TM_Ok;
 	ColfileRowGroup rg;
+	CommandId	own_first = InvalidCommandId;
+	CommandId	own_last = InvalidCommandId;
+	TransactionId own_xid = InvalidTransactionId;
 
 	*wait_xid = InvalidTransactionId;
 	*own_lock = -1;
@@ -167,9 +170,7 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 
 	/*
 	 * What we hold ourselves, and our own column updates by this command or
-	 * a later one: TM_SelfModified with the latest such command, as heap's
-	 * walk to the newest version reports it (a later command's: "already
-	 * modified by an operation triggered by the current command")
+	 * a later one (the earliest and the latest of them)
 	 */
 	foreach(lc, states)
 	{
@@ -177,24 +178,25 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 
 		if (!TransactionIdIsCurrentTransactionId(rs->xmin))
 			continue;
-		if (rs->kind == ROWSTATE_COLUMNS && rs->cmin >= cid &&
-			(result != TM_SelfModified || rs->cmin > tmfd->cmax))
+		if (rs->kind == ROWSTATE_COLUMNS && rs->cmin >= cid)
 		{
-			self_columns_update = true;
-			tmfd->ctid = *tid;
-			tmfd->xmax = rs->xmin;
-			tmfd->cmax = rs->cmin;
-			result = TM_SelfModified;
+			if (own_first == InvalidCommandId || rs->cmin < own_first)
+				own_first = rs->cmin;
+			if (own_last == InvalidCommandId || rs->cmin > own_last)
+				own_last = rs->cmin;
+			own_xid = rs->xmin;
 		}
 		if (rs->kind != ROWSTATE_COLUMNS)
 			*own_lock = Max(*own_lock, held_strength(rs->kind));
 	}
-	if (result == TM_SelfModified)
-		goto done;
 	if (*own_lock >= LockTupleNoKeyExclusive)
 		latest_ok = true;
 
-	/* then others' locks and column updates */
+	/*
+	 * Then others' locks and column updates. A committed one the snapshot
+	 * does not see came before any of ours (we would have held the row),
+	 * so it is what superseded the caller's version: TM_Updated.
+	 */
 	foreach(lc, states)
 	{
 		ColfileRowState *rs = lfirst(lc);
@@ -227,6 +229,20 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 			/* keep looking: a running conflicting lock still makes us wait */
 		}
 	}
+	if (result != TM_Ok || own_first == InvalidCommandId)
+		goto done;
+
+	/*
+	 * Our own update by this command or a later one superseded the caller's
+	 * version: TM_SelfModified with the command that made the next version
+	 * (heap's cmax), or, for a caller walking to the newest version
+	 * (latest_ok), the command that made the newest one
+	 */
+	self_columns_update = true;
+	tmfd->ctid = *tid;
+	tmfd->xmax = own_xid;
+	tmfd->cmax = latest_ok ? own_last : own_first;
+	result = TM_SelfModified;
 done:
 	list_free_deep(states);
 	return result;
@@ -649,6 +665,19 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			if (!wait_for(rel, &cur, xwait, wait_policy, XLTW_Lock))
 				return TM_WouldBlock;
 			continue;
+		}
+
+		/*
+		 * The newest version, at the same TID, was made by our own command
+		 * or a later one: as heap, TM_SelfModified with that command (the
+		 * executor skips the row for its own command, and raises "already
+		 * modified by an operation triggered by the current command" for a
+		 * later one)
+		 */
+		if (tmfd->traversed && r == TM_SelfModified && self_columns_update)
+		{
+			UnlockTuple(rel, &cur, ExclusiveLock);
+			return TM_SelfModified;
 		}
 
 		/*

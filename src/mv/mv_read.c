@@ -869,11 +869,25 @@ compute_branch(Oid viewid, bool *changes)
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
 }
 
+/*
+ * The subtransaction ids a snapshot lists: none when it overflowed (its
+ * subxip is not kept then, whatever subxcnt says: CopySnapshot leaves it
+ * NULL; such a snapshot is judged through pg_subtrans by its top-level
+ * ids, which the memo compares)
+ */
+static int32
+snapshot_subxcnt(Snapshot snap)
+{
+	if (snap->subxip == NULL || (snap->suboverflowed && !snap->takenDuringRecovery))
+		return 0;
+	return Max(snap->subxcnt, 0);
+}
+
 /* Does the memo entry's snapshot see exactly what snap sees? */
 static bool
 memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
 {
-	int32		subxcnt = Max(snap->subxcnt, 0);
+	int32		subxcnt = snapshot_subxcnt(snap);
 
 	return m->viewid == viewid && m->userid == GetUserId() && m->lxid == MyProc->lxid &&
 		m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid &&
@@ -915,7 +929,7 @@ MvGetReadBranch(Oid viewid)
 	if (m->xids)
 		pfree(m->xids);
 	m->xids = NULL;
-	subxcnt = Max(snap->subxcnt, 0);
+	subxcnt = snapshot_subxcnt(snap);
 	if (snap->xcnt + subxcnt > 0)
 	{
 		m->xids = MemoryContextAlloc(TopMemoryContext,
