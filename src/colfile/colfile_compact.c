@@ -284,6 +284,9 @@ finish_batch(Compactor *c, CompactSource *batch, int nbatch, int live, int rows)
 		rewrite_and_remember(c, batch, nbatch, live);
 }
 
+static void compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin,
+						   int64 limit);
+
 /*
  * Compact the row groups of rel (VACUUM, after index cleanup and after
  * dropping groups whose rows are all dead). dead(arg, tid) says whether a
@@ -297,14 +300,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 {
 	Compactor	c;
 	ResourceOwner owner = CurrentResourceOwner;
-	List	   *groups;
 	ListCell   *lc;
-	CompactSource *batch;
-	int			nbatch = 0,
-				batch_live = 0,
-				batch_rows = 0,
-				cap = Max(colfile_rows_per_group, 1);
-
 
 	memset(&c, 0, sizeof(c));
 	c.rel = rel;
@@ -325,6 +321,52 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	 */
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(c.cxt);
+	PG_TRY();
+	{
+		compact_groups(&c, rel, oldest_xmin, limit);
+	}
+	PG_CATCH();
+	{
+		/* leave no subtransaction open behind a manual VACUUM's error */
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(c.cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(c.cxt);
+		CurrentResourceOwner = owner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	foreach(lc, c.touched)
+	{
+		if (ColfileGroupRecentlyUpdated(rel->rd_node.relNode, lfirst(lc), oldest_xmin))
+		{
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(c.cxt);
+			CurrentResourceOwner = owner;
+			return 0;
+		}
+	}
+	ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(c.cxt);
+	CurrentResourceOwner = owner;
+	return c.groups_replaced + c.groups_folded;
+}
+
+/* ColfileCompact's work, in its subtransaction */
+static void
+compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limit)
+{
+	List	   *groups;
+	ListCell   *lc;
+	CompactSource *batch;
+	int			nbatch = 0,
+				batch_live = 0,
+				batch_rows = 0,
+				cap = Max(colfile_rows_per_group, 1);
+
 	groups = ColfileListRowGroups(rel->rd_node.relNode, SnapshotAny);
 	batch = palloc(sizeof(CompactSource) * (list_length(groups) + 1));
 
@@ -351,11 +393,11 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 			TransactionIdDidCommit(rg->xmin) &&
 			!ColfileGroupUpdatedInPlace(rel->rd_node.relNode, rg, oldest_xmin);
 		if (mergeable)
-			nlive = live_rows(&c, rg);
+			nlive = live_rows(c, rg);
 		if (nbatch > 0 &&
 			(!mergeable || nlive * 4 >= cap || batch_live + nlive > cap))
 		{
-			finish_batch(&c, batch, nbatch, batch_live, batch_rows);
+			finish_batch(c, batch, nbatch, batch_live, batch_rows);
 			nbatch = batch_live = batch_rows = 0;
 		}
 		if (!mergeable)
@@ -364,7 +406,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 		{
 			batch[0].rg = rg;
 			batch[0].nlive = nlive;
-			finish_batch(&c, batch, 1, nlive, rg->nrows);
+			finish_batch(c, batch, 1, nlive, rg->nrows);
 			continue;
 		}
 		batch[nbatch].rg = rg;
@@ -374,7 +416,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 		batch_rows += rg->nrows;
 	}
 	if (nbatch > 0)
-		finish_batch(&c, batch, nbatch, batch_live, batch_rows);
+		finish_batch(c, batch, nbatch, batch_live, batch_rows);
 
 	/*
 	 * The groups left as they are get their newly dead rows in their delete
@@ -388,31 +430,17 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
 			TransactionIdDidCommit(rg->xmin))
 		{
-			fold_deletions(&c, rg);
+			fold_deletions(c, rg);
 			if (ColfileMergeColumnFiles(rel, rg, oldest_xmin))
 			{
-				MemoryContext old = MemoryContextSwitchTo(c.cxt);
+				MemoryContext old = MemoryContextSwitchTo(c->cxt);
 				ColfileRowGroup *copy = palloc(sizeof(ColfileRowGroup));
 
 				*copy = *rg;
-				c.touched = lappend(c.touched, copy);
+				c->touched = lappend(c->touched, copy);
 				MemoryContextSwitchTo(old);
-				c.groups_folded++;
+				c->groups_folded++;
 			}
 		}
 	}
-	foreach(lc, c.touched)
-	{
-		if (ColfileGroupRecentlyUpdated(rel->rd_node.relNode, lfirst(lc), oldest_xmin))
-		{
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(c.cxt);
-			CurrentResourceOwner = owner;
-			return 0;
-		}
-	}
-	ReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(c.cxt);
-	CurrentResourceOwner = owner;
-	return c.groups_replaced + c.groups_folded;
 }

@@ -121,6 +121,7 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 	CommandId	own_first = InvalidCommandId;
 	CommandId	own_last = InvalidCommandId;
 	TransactionId own_xid = InvalidTransactionId;
+	bool		walking = latest_ok;	/* the caller walks to the newest version */
 
 	*wait_xid = InvalidTransactionId;
 	*own_lock = -1;
@@ -189,7 +190,12 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 		if (rs->kind != ROWSTATE_COLUMNS)
 			*own_lock = Max(*own_lock, held_strength(rs->kind));
 	}
-	if (*own_lock >= LockTupleNoKeyExclusive)
+	/*
+	 * A row we locked FOR [NO KEY] UPDATE (EvalPlanQual's lock before a
+	 * redo) is the newest version, unless we updated it since: then the
+	 * caller's version was superseded first by whatever it did not see.
+	 */
+	if (*own_lock >= LockTupleNoKeyExclusive && own_first == InvalidCommandId)
 		latest_ok = true;
 
 	/*
@@ -206,6 +212,13 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 			continue;
 		if (TransactionIdIsInProgress(rs->xmin))
 		{
+			/*
+			 * Our own update in place is newer than any lock that could
+			 * coexist with it (FOR KEY SHARE): heap reports TM_SelfModified
+			 * without waiting
+			 */
+			if (own_first != InvalidCommandId)
+				continue;
 			if (strengths_conflict(held, mode))
 			{
 				*wait_xid = rs->xmin;
@@ -236,12 +249,12 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 	 * Our own update by this command or a later one superseded the caller's
 	 * version: TM_SelfModified with the command that made the next version
 	 * (heap's cmax), or, for a caller walking to the newest version
-	 * (latest_ok), the command that made the newest one
+	 * (EvalPlanQual's lock), the command that made the newest one
 	 */
 	self_columns_update = true;
 	tmfd->ctid = *tid;
 	tmfd->xmax = own_xid;
-	tmfd->cmax = latest_ok ? own_last : own_first;
+	tmfd->cmax = walking ? own_last : own_first;
 	result = TM_SelfModified;
 done:
 	list_free_deep(states);
