@@ -25,6 +25,9 @@
  * table's updatedCols, noted at executor start), narrowed by comparing
  * old and new values where that is needed; every column when the UPDATE
  * does not come through the executor or BEFORE triggers may change more.
+ *
+ * VACUUM's side (rewrite checks, merging a group's files, deletion) is in
+ * colfile_column_vacuum.c.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -52,8 +55,8 @@
 #include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
+#include "colfile/colfile_column_int.h"
 
-#define Natts_colfile 10
 
 static void file_cache_xact_end(void);
 
@@ -274,20 +277,6 @@ drop_column_buffer(ColumnBuffer *b)
 	pfree(b);
 }
 
-/* What a column file holds: n rows (positions ascending) of nattrs columns */
-typedef struct FileContent
-{
-	Oid			relfilenode;
-	int64		first_block;
-	int64		group_seq;
-	CommandId	cid;
-	int			n;
-	int32	   *positions;
-	int			nattrs;
-	AttrNumber *attnums;		/* ascending */
-	Datum	  **values;			/* [nattrs][n] */
-	bool	  **isnull;
-} FileContent;
 
 /* The descriptor of some columns of desc, in attnums order */
 static TupleDesc
@@ -301,8 +290,8 @@ subset_desc(TupleDesc desc, int nattrs, const AttrNumber *attnums)
 }
 
 /* Encode and write a column file, and insert its metadata tuple */
-static void
-write_column_file(Relation rel, FileContent *fc)
+void
+ColfileWriteColumnFile(Relation rel, FileContent *fc)
 {
 	ColfileMetaRels ids;
 	Relation	meta,
@@ -438,7 +427,7 @@ flush_column_buffer(ColumnBuffer *b, Relation rel)
 	}
 	for (int i = 0; i < b->n; i++)
 		fc.positions[i] = order[i].pos;
-	write_column_file(rel, &fc);
+	ColfileWriteColumnFile(rel, &fc);
 	MemoryContextSwitchTo(old);
 	if (opened)
 		relation_close(rel, NoLock);
@@ -847,8 +836,8 @@ file_cache_xact_end(void)
 }
 
 /* Is a file tuple out of the picture: removed or its inserter aborted? */
-static bool
-file_tuple_gone(HeapTupleHeader h)
+bool
+ColfileFileTupleGone(HeapTupleHeader h)
 {
 	TransactionId xmax;
 
@@ -872,7 +861,7 @@ file_committed_or_mine(HeapTupleHeader h)
 {
 	TransactionId xmin = HeapTupleHeaderGetXmin(h);
 
-	if (file_tuple_gone(h))
+	if (ColfileFileTupleGone(h))
 		return false;
 	if (TransactionIdIsCurrentTransactionId(xmin))
 		return true;
@@ -882,8 +871,8 @@ file_committed_or_mine(HeapTupleHeader h)
 }
 
 /* A column file as described by its tuple, from the cache or read now */
-static ColfileColumnFile *
-file_from_tuple(Relation meta, HeapTuple tup)
+ColfileColumnFile *
+ColfileFileFromTuple(Relation meta, HeapTuple tup)
 {
 	FileCacheKey key;
 	FileCacheEntry *e;
@@ -988,7 +977,7 @@ list_files(Oid relfilenode, const int64 *first_block, Snapshot snapshot)
 	{
 		if (!mvcc && !file_committed_or_mine(tup->t_data))
 			continue;
-		result = lappend(result, file_from_tuple(meta, tup));
+		result = lappend(result, ColfileFileFromTuple(meta, tup));
 	}
 	systable_endscan_ordered(scan);
 	index_close(idx, AccessShareLock);
@@ -1072,8 +1061,8 @@ ColfileFileSetTouches(ColfileFileSet *set, const ColfileRowGroup *rg,
 }
 
 /* Make files (of gc's group, oldest first) the ones gc overlays */
-static void
-use_files(ColfileGroupCache *gc, ColfileColumnFile **files, int n)
+void
+ColfileGroupSetFiles(ColfileGroupCache *gc, ColfileColumnFile **files, int n)
 {
 	MemoryContext old = MemoryContextSwitchTo(gc->cxt);
 
@@ -1125,7 +1114,7 @@ ColfileGroupUseFiles(Relation rel, ColfileGroupCache *gc, ColfileFileSet *set)
 	for (hi = lo; hi < set->n && set->files[hi]->rg.first_block == gc->rg.first_block; hi++)
 		;
 	if (hi > lo)
-		use_files(gc, set->files + lo, hi - lo);
+		ColfileGroupSetFiles(gc, set->files + lo, hi - lo);
 }
 
 /* Overlay on a fetch's group the files snapshot sees (one lookup) */
@@ -1143,7 +1132,7 @@ ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc, Snapshot snapshot)
 
 		foreach(lc, l)
 			arr[i++] = lfirst(lc);
-		use_files(gc, arr, i);
+		ColfileGroupSetFiles(gc, arr, i);
 		pfree(arr);
 		list_free(l);
 	}
@@ -1326,304 +1315,4 @@ ColfileOverlayRow(Relation rel, ColfileGroupCache *gc, int pos,
 		}
 	}
 	bms_free(done);
-}
-
-/* ---- maintenance ---- */
-
-/* Does row group rg have column files (any not aborted nor removed)? */
-bool
-ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
-{
-	bool		found = false;
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[2];
-	HeapTuple	tup;
-
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(rg->first_block));
-	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 2, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		if (!file_tuple_gone(tup->t_data))
-		{
-			found = true;
-			break;
-		}
-	}
-	systable_endscan(scan);
-	table_close(meta, AccessShareLock);
-	return found;
-}
-
-/*
- * May VACUUM not merge or rewrite row group rg? It has column files (not
- * aborted), or a row of its TID range was updated in place by a transaction
- * VACUUM may interleave with (recent_column_updates).
- */
-static bool recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
-								  TransactionId oldest_xmin);
-
-bool
-ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
-						   TransactionId oldest_xmin)
-{
-	if (ColfileGroupHasColumnFiles(relfilenode, rg))
-		return true;
-	return recent_column_updates(relfilenode, rg, oldest_xmin);
-}
-
-/* ColfileCompact's check after its work: see recent_column_updates */
-bool
-ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
-							TransactionId oldest_xmin)
-{
-	return recent_column_updates(relfilenode, rg, oldest_xmin);
-}
-
-/*
- * Has a row of rg's TID range been updated in place by a transaction not
- * older than VACUUM's horizon (running, or committed since VACUUM began)?
- * Any updater that can interleave with this VACUUM is such a transaction,
- * whether its file is written yet or not.
- */
-static bool
-recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
-					  TransactionId oldest_xmin)
-{
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[3];
-	HeapTuple	tup;
-	ItemPointerData lo,
-				hi;
-	bool		found = false;
-
-	ColfileMetaRelIds(&ids);
-	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
-	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
-	meta = table_open(ids.rowstate, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
-				ItemPointerGetDatum(&lo));
-	ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
-				ItemPointerGetDatum(&hi));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 3, key);
-	while (!found && (tup = systable_getnext(scan)) != NULL)
-	{
-		bool		isnull;
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-
-		if (DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull)) == ROWSTATE_COLUMNS &&
-			!TransactionIdIsCurrentTransactionId(xmin) &&
-			!TransactionIdPrecedes(xmin, oldest_xmin) &&
-			!ColfileInserterAborted(tup->t_data))
-			found = true;
-	}
-	systable_endscan(scan);
-	table_close(meta, AccessShareLock);
-	return found;
-}
-
-/*
- * VACUUM: merge the column files of row group rg into one when there are
- * two or more and every snapshot sees them all (written before oldest_xmin):
- * the new file holds, for every position and column any of them holds, the
- * value they give together, which every snapshot sees; the old tuples are
- * deleted in the same transaction. So a group's files stay few, and a fetch
- * lists one. The caller (ColfileCompact) runs it in a subtransaction it
- * keeps only if no row of the group got an update in place meanwhile (as
- * for its rewrites). Returns whether it merged.
- */
-bool
-ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin)
-{
-	Oid			relfilenode = rel->rd_node.relNode;
-	TupleDesc	desc = RelationGetDescr(rel);
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[2];
-	HeapTuple	tup;
-	List	   *files = NIL;
-	List	   *selves = NIL;
-	bool		all_visible = true;
-	MemoryContext cxt = CurrentMemoryContext;
-	MemoryContext work;
-
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(rg->first_block));
-	scan = systable_beginscan_ordered(meta, index_open(ids.colfile_idx, AccessShareLock),
-									  SnapshotAny, 2, key);
-	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
-	{
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-		ItemPointer self;
-
-		if (file_tuple_gone(tup->t_data))
-			continue;
-		if (!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin))
-		{
-			all_visible = false;
-			break;
-		}
-		files = lappend(files, file_from_tuple(meta, tup));
-		self = palloc(sizeof(ItemPointerData));
-		*self = tup->t_self;
-		selves = lappend(selves, self);
-	}
-	index_close(scan->irel, AccessShareLock);
-	systable_endscan_ordered(scan);
-	table_close(meta, AccessShareLock);
-	if (!all_visible || list_length(files) < 2 ||
-		recent_column_updates(relfilenode, rg, oldest_xmin))
-		return false;
-
-	work = AllocSetContextCreate(cxt, "colfile column file merge", ALLOCSET_DEFAULT_SIZES);
-	{
-		MemoryContext old = MemoryContextSwitchTo(work);
-		ColfileGroupCache *gc = ColfileLoadGroup(rel, rg, work);
-		ColfileColumnFile **arr = palloc(sizeof(ColfileColumnFile *) * list_length(files));
-		uint8	   *held = palloc0(Max(rg->nrows, 1));
-		Bitmapset  *cols = NULL;
-		FileContent fc;
-		int			i = 0,
-					x = -1;
-		ListCell   *lc;
-
-		foreach(lc, files)
-		{
-			ColfileColumnFile *f = lfirst(lc);
-
-			arr[i++] = f;
-			for (int r = 0; r < f->nrows; r++)
-				if (f->positions[r] >= 0 && f->positions[r] < rg->nrows)
-					held[f->positions[r]] = 1;
-			for (int k = 0; k < f->nattrs; k++)
-				if (f->attnums[k] <= desc->natts &&
-					!TupleDescAttr(desc, f->attnums[k] - 1)->attisdropped)
-					cols = bms_add_member(cols, f->attnums[k]);
-		}
-		use_files(gc, arr, i);
-		memset(&fc, 0, sizeof(fc));
-		fc.relfilenode = relfilenode;
-		fc.first_block = rg->first_block;
-		fc.group_seq = rg->seq;
-		fc.cid = GetCurrentCommandId(true);
-		fc.positions = palloc(sizeof(int32) * Max(rg->nrows, 1));
-		for (int p = 0; p < rg->nrows; p++)
-			if (held[p])
-				fc.positions[fc.n++] = p;
-		fc.nattrs = bms_num_members(cols);
-		fc.attnums = palloc(sizeof(AttrNumber) * Max(fc.nattrs, 1));
-		fc.values = palloc(sizeof(Datum *) * Max(fc.nattrs, 1));
-		fc.isnull = palloc(sizeof(bool *) * Max(fc.nattrs, 1));
-		i = 0;
-		while ((x = bms_next_member(cols, x)) >= 0)
-		{
-			ColfileDecoded *d = ColfileDecodeChunk(rel, &gc->rg, desc, x, work);
-
-			ColfileOverlayChunk(rel, gc, x - 1, d, desc);
-			fc.attnums[i] = x;
-			fc.values[i] = palloc(sizeof(Datum) * Max(fc.n, 1));
-			fc.isnull[i] = palloc(sizeof(bool) * Max(fc.n, 1));
-			for (int r = 0; r < fc.n; r++)
-			{
-				fc.values[i][r] = d->values[fc.positions[r]];
-				fc.isnull[i][r] = d->isnull[fc.positions[r]];
-			}
-			i++;
-		}
-		if (fc.nattrs > 0 && fc.n > 0)
-			write_column_file(rel, &fc);
-		meta = table_open(ids.colfile, RowExclusiveLock);
-		foreach(lc, selves)
-			simple_heap_delete(meta, (ItemPointer) lfirst(lc));
-		table_close(meta, RowExclusiveLock);
-		CommandCounterIncrement();
-		MemoryContextSwitchTo(old);
-	}
-	MemoryContextDelete(work);
-	return true;
-}
-
-/* Delete the column files of a row group (VACUUM drops the group) */
-void
-ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
-{
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[2];
-	HeapTuple	tup;
-
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, RowExclusiveLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(rg->first_block));
-	scan = systable_beginscan(meta, ids.colfile_idx, true, GetLatestSnapshot(), 2, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-		simple_heap_delete(meta, &tup->t_self);
-	systable_endscan(scan);
-	table_close(meta, RowExclusiveLock);
-	CommandCounterIncrement();
-}
-
-/*
- * Has a column file of any of attrs (attnums) been written by a transaction
- * some snapshot may not see (not before oldest_xmin)? An index built now
- * holds the newest values, which such a snapshot must not look up
- * (heap's broken HOT chain: the index is marked indcheckxmin).
- */
-bool
-ColfileColumnFilesRecent(Relation rel, Bitmapset *attrs, TransactionId oldest_xmin)
-{
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[1];
-	HeapTuple	tup;
-	bool		recent = false;
-
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(rel->rd_node.relNode));
-	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 1, key);
-	while (!recent && (tup = systable_getnext(scan)) != NULL)
-	{
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-		bool		isnull;
-		ArrayType  *arr;
-		int16	   *att;
-		int			n;
-
-		if (file_tuple_gone(tup->t_data))
-			continue;
-		if (TransactionIdIsNormal(xmin) && !TransactionIdPrecedes(xmin, oldest_xmin))
-		{
-			arr = DatumGetArrayTypeP(heap_getattr(tup, 9, RelationGetDescr(meta), &isnull));
-			n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-			att = (int16 *) ARR_DATA_PTR(arr);
-			for (int i = 0; i < n; i++)
-				if (bms_is_member(att[i], attrs))
-					recent = true;
-		}
-	}
-	systable_endscan(scan);
-	table_close(meta, AccessShareLock);
-	return recent;
 }

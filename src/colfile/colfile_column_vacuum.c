@@ -1,0 +1,333 @@
+/*-------------------------------------------------------------------------
+ * colfile_column_vacuum.c
+ *	  VACUUM's side of column files (colfile_column.c): whether a row group
+ *	  may be rewritten, merging a group's all-visible files into one,
+ *	  deleting a dropped group's files, and whether an index build must be
+ *	  marked indcheckxmin over recent ones (docs/internals.md, "colfile
+ *	  column updates").
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "executor/executor.h"
+#include "parser/parsetree.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+
+#include "colfile/colfile.h"
+#include "colfile/colfile_column_int.h"
+
+/* Does row group rg have column files (any not aborted nor removed)? */
+bool
+ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
+{
+	bool		found = false;
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		if (!ColfileFileTupleGone(tup->t_data))
+		{
+			found = true;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return found;
+}
+
+/*
+ * May VACUUM not merge or rewrite row group rg? It has column files (not
+ * aborted), or a row of its TID range was updated in place by a transaction
+ * VACUUM may interleave with (recent_column_updates).
+ */
+static bool recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
+								  TransactionId oldest_xmin);
+
+bool
+ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
+						   TransactionId oldest_xmin)
+{
+	if (ColfileGroupHasColumnFiles(relfilenode, rg))
+		return true;
+	return recent_column_updates(relfilenode, rg, oldest_xmin);
+}
+
+/* ColfileCompact's check after its work: see recent_column_updates */
+bool
+ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
+							TransactionId oldest_xmin)
+{
+	return recent_column_updates(relfilenode, rg, oldest_xmin);
+}
+
+/*
+ * Has a row of rg's TID range been updated in place by a transaction not
+ * older than VACUUM's horizon (running, or committed since VACUUM began)?
+ * Any updater that can interleave with this VACUUM is such a transaction,
+ * whether its file is written yet or not.
+ */
+static bool
+recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
+					  TransactionId oldest_xmin)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[3];
+	HeapTuple	tup;
+	ItemPointerData lo,
+				hi;
+	bool		found = false;
+
+	ColfileMetaRelIds(&ids);
+	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
+	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
+	meta = table_open(ids.rowstate, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
+				ItemPointerGetDatum(&lo));
+	ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
+				ItemPointerGetDatum(&hi));
+	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 3, key);
+	while (!found && (tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if (DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull)) == ROWSTATE_COLUMNS &&
+			!TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdPrecedes(xmin, oldest_xmin) &&
+			!ColfileInserterAborted(tup->t_data))
+			found = true;
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return found;
+}
+
+/*
+ * VACUUM: merge the column files of row group rg into one when there are
+ * two or more and every snapshot sees them all (written before oldest_xmin):
+ * the new file holds, for every position and column any of them holds, the
+ * value they give together, which every snapshot sees; the old tuples are
+ * deleted in the same transaction. So a group's files stay few, and a fetch
+ * lists one. The caller (ColfileCompact) runs it in a subtransaction it
+ * keeps only if no row of the group got an update in place meanwhile (as
+ * for its rewrites). Returns whether it merged.
+ */
+bool
+ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin)
+{
+	Oid			relfilenode = rel->rd_node.relNode;
+	TupleDesc	desc = RelationGetDescr(rel);
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	List	   *files = NIL;
+	List	   *selves = NIL;
+	bool		all_visible = true;
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext work;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan_ordered(meta, index_open(ids.colfile_idx, AccessShareLock),
+									  SnapshotAny, 2, key);
+	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		ItemPointer self;
+
+		if (ColfileFileTupleGone(tup->t_data))
+			continue;
+		if (!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin))
+		{
+			all_visible = false;
+			break;
+		}
+		files = lappend(files, ColfileFileFromTuple(meta, tup));
+		self = palloc(sizeof(ItemPointerData));
+		*self = tup->t_self;
+		selves = lappend(selves, self);
+	}
+	index_close(scan->irel, AccessShareLock);
+	systable_endscan_ordered(scan);
+	table_close(meta, AccessShareLock);
+	if (!all_visible || list_length(files) < 2 ||
+		recent_column_updates(relfilenode, rg, oldest_xmin))
+		return false;
+
+	work = AllocSetContextCreate(cxt, "colfile column file merge", ALLOCSET_DEFAULT_SIZES);
+	{
+		MemoryContext old = MemoryContextSwitchTo(work);
+		ColfileGroupCache *gc = ColfileLoadGroup(rel, rg, work);
+		ColfileColumnFile **arr = palloc(sizeof(ColfileColumnFile *) * list_length(files));
+		uint8	   *held = palloc0(Max(rg->nrows, 1));
+		Bitmapset  *cols = NULL;
+		FileContent fc;
+		int			i = 0,
+					x = -1;
+		ListCell   *lc;
+
+		foreach(lc, files)
+		{
+			ColfileColumnFile *f = lfirst(lc);
+
+			arr[i++] = f;
+			for (int r = 0; r < f->nrows; r++)
+				if (f->positions[r] >= 0 && f->positions[r] < rg->nrows)
+					held[f->positions[r]] = 1;
+			for (int k = 0; k < f->nattrs; k++)
+				if (f->attnums[k] <= desc->natts &&
+					!TupleDescAttr(desc, f->attnums[k] - 1)->attisdropped)
+					cols = bms_add_member(cols, f->attnums[k]);
+		}
+		ColfileGroupSetFiles(gc, arr, i);
+		memset(&fc, 0, sizeof(fc));
+		fc.relfilenode = relfilenode;
+		fc.first_block = rg->first_block;
+		fc.group_seq = rg->seq;
+		fc.cid = GetCurrentCommandId(true);
+		fc.positions = palloc(sizeof(int32) * Max(rg->nrows, 1));
+		for (int p = 0; p < rg->nrows; p++)
+			if (held[p])
+				fc.positions[fc.n++] = p;
+		fc.nattrs = bms_num_members(cols);
+		fc.attnums = palloc(sizeof(AttrNumber) * Max(fc.nattrs, 1));
+		fc.values = palloc(sizeof(Datum *) * Max(fc.nattrs, 1));
+		fc.isnull = palloc(sizeof(bool *) * Max(fc.nattrs, 1));
+		i = 0;
+		while ((x = bms_next_member(cols, x)) >= 0)
+		{
+			ColfileDecoded *d = ColfileDecodeChunk(rel, &gc->rg, desc, x, work);
+
+			ColfileOverlayChunk(rel, gc, x - 1, d, desc);
+			fc.attnums[i] = x;
+			fc.values[i] = palloc(sizeof(Datum) * Max(fc.n, 1));
+			fc.isnull[i] = palloc(sizeof(bool) * Max(fc.n, 1));
+			for (int r = 0; r < fc.n; r++)
+			{
+				fc.values[i][r] = d->values[fc.positions[r]];
+				fc.isnull[i][r] = d->isnull[fc.positions[r]];
+			}
+			i++;
+		}
+		if (fc.nattrs > 0 && fc.n > 0)
+			ColfileWriteColumnFile(rel, &fc);
+		meta = table_open(ids.colfile, RowExclusiveLock);
+		foreach(lc, selves)
+			simple_heap_delete(meta, (ItemPointer) lfirst(lc));
+		table_close(meta, RowExclusiveLock);
+		CommandCounterIncrement();
+		MemoryContextSwitchTo(old);
+	}
+	MemoryContextDelete(work);
+	return true;
+}
+
+/* Delete the column files of a row group (VACUUM drops the group) */
+void
+ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan(meta, ids.colfile_idx, true, GetLatestSnapshot(), 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+		simple_heap_delete(meta, &tup->t_self);
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Has a column file of any of attrs (attnums) been written by a transaction
+ * some snapshot may not see (not before oldest_xmin)? An index built now
+ * holds the newest values, which such a snapshot must not look up
+ * (heap's broken HOT chain: the index is marked indcheckxmin).
+ */
+bool
+ColfileColumnFilesRecent(Relation rel, Bitmapset *attrs, TransactionId oldest_xmin)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[1];
+	HeapTuple	tup;
+	bool		recent = false;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(rel->rd_node.relNode));
+	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 1, key);
+	while (!recent && (tup = systable_getnext(scan)) != NULL)
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		bool		isnull;
+		ArrayType  *arr;
+		int16	   *att;
+		int			n;
+
+		if (ColfileFileTupleGone(tup->t_data))
+			continue;
+		if (TransactionIdIsNormal(xmin) && !TransactionIdPrecedes(xmin, oldest_xmin))
+		{
+			arr = DatumGetArrayTypeP(heap_getattr(tup, 9, RelationGetDescr(meta), &isnull));
+			n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+			att = (int16 *) ARR_DATA_PTR(arr);
+			for (int i = 0; i < n; i++)
+				if (bms_is_member(att[i], attrs))
+					recent = true;
+		}
+	}
+	systable_endscan(scan);
+	table_close(meta, AccessShareLock);
+	return recent;
+}
