@@ -61,6 +61,14 @@ CREATE FUNCTION mvinc.read_path(view regclass) RETURNS text
     LANGUAGE c STRICT STABLE
     AS 'MODULE_PATHNAME', 'mvinc_read_path';
 
+-- For each incremental view over the table a query reads: would the
+-- query be planned onto it (mvinc.enable_rewrite), and if not, why.
+CREATE FUNCTION mvinc.explain_rewrite(query text,
+        OUT view regclass, OUT used boolean, OUT reason text)
+    RETURNS SETOF record
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_explain_rewrite';
+
 -- Used by the read redirection: which branch answers the current
 -- statement ('fresh': the storage; 'merge': the storage merged with its
 -- appended state rows; 'live': the query).  Stable, so it is evaluated

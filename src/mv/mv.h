@@ -292,6 +292,11 @@ extern MvReadBranch MvGetReadBranch(Oid viewid);
 extern void MvPinReadBranch(Oid viewid, Snapshot snap, bool pin);
 extern void MvUnpinReadBranches(void);
 
+/* mv_rewrite.c */
+extern bool mvinc_enable_rewrite;
+extern List *MvRewriteQuery(Query *parse, bool *role_dependent);
+extern List *mv_rewritten_views;
+extern void MvRewriteSourceChanged(Oid relid);
 /* mv_readscan.c */
 extern void MvReadScanInit(void);
 

@@ -433,6 +433,7 @@ MvCatalogInsert(Oid viewid, MvDef *def, const char *definition, const char *clus
 							  6, types, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into mvinc.mv_view");
 	incremental_changed(viewid);
+	MvRewriteSourceChanged(def->sourceid);
 
 	foreach(lc, list_concat_copy(def->columns, def->viewcols))
 	{
@@ -522,6 +523,14 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 		SPI_processed != 1)
 		elog(ERROR, "could not update the checkpoint of view %u", viewid);
 	MvSpiFinish();
+	/* populated now, or no longer: queries over the source are replanned */
+	if (strcmp(mode, "initial") == 0 || strcmp(mode, "full") == 0 || !populated)
+	{
+		MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
+
+		if (cat != NULL)
+			MvRewriteSourceChanged(cat->sourceid);
+	}
 }
 
 /* Record how many state rows the append table of a view holds */

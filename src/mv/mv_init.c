@@ -84,6 +84,9 @@ MvBecomeInternal(MvInternal *save)
 	 */
 	(void) set_config_option("jit", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* internal SQL reads what it names: never a view in its place */
+	(void) set_config_option("mvinc.enable_rewrite", "off", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* storage, scratch tables: heap whatever the user's default is */
 	(void) set_config_option("default_table_access_method", "heap", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
@@ -177,6 +180,11 @@ MvincMvInit(void)
 							 "Append refreshes of aggregate views with GROUP BY add state rows beside the storage up to this fraction of its rows.",
 							 "Past it the refresh folds them into the storage (compacts); 0 folds at every refresh.",
 							 &mvinc_compact_fraction, 1.0, 0.0, 1000.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("mvinc.enable_rewrite",
+							 "Plans aggregate queries over the source of an incremental view onto the view when it can answer them.",
+							 "See mvinc.explain_rewrite(query) for why a view was or was not used.",
+							 &mvinc_enable_rewrite, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("mvinc.read_path",
 							 "How reads of incremental views choose between the storage and the defining query.",

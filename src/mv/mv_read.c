@@ -572,21 +572,45 @@ needs_work_walker(Node *node, void *context)
 	return expression_tree_walker(node, needs_work_walker, context);
 }
 
-/* Planner hook: redirect reads of incremental views */
+/* Views the query being planned reads in place of their source */
+List	   *mv_rewritten_views = NIL;
+
+/* Planner hook: rewrite onto views, redirect reads of incremental views */
 static PlannedStmt *
 mv_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
 	Oid			schema = MvincSchemaOid();
+	List	   *rewritten = NIL;
+	bool		role_dependent = false;
+	List	   *outer = mv_rewritten_views;
+	PlannedStmt *stmt;
 
+	/* first what views can answer, then every read of a view redirected */
+	if (OidIsValid(schema) && mvinc_enable_rewrite && MvincExtensionReady())
+		rewritten = MvRewriteQuery(parse, &role_dependent);
 	if (OidIsValid(schema) &&
 		((MvHasOwnChanges() && (parse->commandType != CMD_SELECT || parse->hasModifyingCTE)) ||
 		 needs_work_walker((Node *) parse, &schema)) &&
 		MvincExtensionReady())
 		redirect_walker((Node *) parse, NULL);
-	if (prev_planner_hook)
-		return prev_planner_hook(parse, query_string, cursorOptions, boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
+	mv_rewritten_views = rewritten;
+	PG_TRY();
+	{
+		if (prev_planner_hook)
+			stmt = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+		else
+			stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		mv_rewritten_views = outer;
+	}
+	PG_END_TRY();
+	/* the rewrite checked whether the planning role may read views */
+	if (role_dependent)
+		stmt->dependsOnRole = true;
+	return stmt;
 }
 
 /*

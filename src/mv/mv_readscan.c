@@ -87,7 +87,8 @@ static const CustomExecMethods read_exec_methods = {
  */
 #define PRIV_VIEW		0
 #define PRIV_EXPECTED	1
-#define PRIV_ARMS		2
+#define PRIV_REWRITTEN	2		/* read for a query over the source (mv_rewrite.c) */
+#define PRIV_ARMS		3
 
 typedef struct ReadScanState
 {
@@ -100,6 +101,7 @@ typedef struct ReadScanState
 	PlanState  *child;			/* the arm that runs */
 	int64		delta_rows;		/* a hybrid read's delta state rows, or -1 */
 	int64		replaced_rows;	/* ... and its rows that replace stored ones */
+	bool		rewritten;		/* read for a query over the source */
 	bool		pinned;			/* holds the decision in the memo */
 	Snapshot	snapshot;		/* ... made under this snapshot */
 } ReadScanState;
@@ -216,7 +218,8 @@ make_read_path(RelOptInfo *rel, Oid viewid, int expected, double rows, Path **pa
 			   List *pathkeys)
 {
 	CustomPath *cp = makeNode(CustomPath);
-	List	   *priv = list_make2(makeInteger(viewid), makeInteger(expected));
+	List	   *priv = list_make3(makeInteger(viewid), makeInteger(expected),
+								  makeInteger(list_member_oid(mv_rewritten_views, viewid)));
 
 	cp->path.pathtype = T_CustomScan;
 	cp->path.parent = rel;
@@ -365,6 +368,7 @@ create_read_state(CustomScan *cscan)
 	rs->css.methods = &read_exec_methods;
 	rs->viewid = intVal(list_nth(priv, PRIV_VIEW));
 	rs->expected = intVal(list_nth(priv, PRIV_EXPECTED));
+	rs->rewritten = intVal(list_nth(priv, PRIV_REWRITTEN)) != 0;
 	rs->narms = list_length(priv) - PRIV_ARMS;
 	rs->arms = palloc(sizeof(int) * rs->narms);
 	for_each_from(lc, priv, PRIV_ARMS)
@@ -499,6 +503,8 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 	for (int i = 0; i < rs->narms; i++)
 		candidates = lappend(candidates, (char *) arm_names[rs->arms[i]]);
 	ExplainPropertyText("View", name ? quote_identifier(name) : "?", es);
+	if (rs->rewritten)
+		ExplainPropertyText("Rewritten onto view", name ? quote_identifier(name) : "?", es);
 	ExplainPropertyList("Candidate Paths", candidates, es);
 	ExplainPropertyText("Expected Path", arm_names[rs->expected], es);
 	if (rs->taken >= 0)

@@ -1,0 +1,871 @@
+/*-------------------------------------------------------------------------
+ * mv_rewrite.c
+ *	  Transparent rewrite: an aggregate query over the source of an
+ *	  incremental view that the view can answer is planned onto the view.
+ *
+ *	  The planner hook calls MvRewriteQuery before reads of views are
+ *	  redirected, so a rewritten query reads the view through the same
+ *	  Fresh / Hybrid / Live node as any read of it and is never stale.
+ *	  One query level is rewritten when it reads one table (no join, no
+ *	  sublink, no lock, no sample, nothing volatile, no system column, no
+ *	  outer reference) and groups or aggregates, and a populated aggregate
+ *	  view of that table without HAVING answers it:
+ *
+ *	  - every conjunct of the view's WHERE is implied by the query's
+ *	    (predtest: equal conjuncts, ranges on one column); each conjunct of
+ *	    the query either is implied by the view's or is an expression over
+ *	    the view's group keys (applied to the view's rows, only for keys of
+ *	    types whose equality is identity: otherwise a condition could tell
+ *	    apart rows the view grouped together, as 1.0 and 1.00 of numeric);
+ *	  - every GROUP BY expression of the query is a group key the view
+ *	    shows; with all of the view's keys each view row is one group of
+ *	    the query (direct), with fewer the view's rows are combined
+ *	    (roll-up: sum of sums and counts, min of mins, ...);
+ *	  - every aggregate is one the view shows (FILTER included), or avg
+ *	    from a shown sum and count of the same argument; outside aggregates
+ *	    only group keys and the view's expressions are used.
+ *
+ *	  The source's range-table entry stays in the rewritten query, outside
+ *	  the join tree, so the executor still checks the reader's SELECT
+ *	  rights on the source columns the query names: the view's content is
+ *	  computed from those columns only (the view's WHERE is implied by the
+ *	  query's).  The view's entry asks for no rights of its own.  Of the
+ *	  views that answer, the one with the fewest stored rows is read.
+ *	  mvinc.explain_rewrite(query) reports each candidate's verdict.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_func.h"
+#include "parser/parse_oper.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "rewrite/rewriteManip.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "mv/mv.h"
+
+bool		mvinc_enable_rewrite = true;
+
+/* a view was passed over because the planning role may not read it */
+static bool role_refused = false;
+
+/* One view's answer to one query level */
+typedef struct Match
+{
+	Oid			viewid;
+	Index		srcrti;			/* the source in the query */
+	Index		viewrti;		/* the view's entry once added */
+	TupleDesc	viewdesc;
+	List	   *keys;			/* view group key exprs, over srcrti */
+	List	   *keyatts;		/* their view columns (0: not shown) */
+	List	   *shown;			/* shown non-key exprs, over srcrti */
+	List	   *shownatts;		/* their view columns */
+	bool		rollup;
+	Bitmapset  *cols_used;		/* view columns read, for the rights check */
+	const char *why;			/* why not, or NULL */
+	/* the rewritten parts */
+	List	   *targetList;
+	Node	   *quals;
+	Node	   *having;
+} Match;
+
+typedef struct MapCtx
+{
+	Match	   *m;
+	bool		in_where;		/* a row condition: keys must be identity-safe */
+} MapCtx;
+
+static Node *map_mutator(Node *node, MapCtx *ctx);
+
+/* Flatten nested ANDs into a list of conjuncts */
+static List *
+conjuncts(Node *qual)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	if (qual == NULL)
+		return NIL;
+	if (is_andclause(qual))
+	{
+		foreach(lc, ((BoolExpr *) qual)->args)
+			out = list_concat(out, conjuncts(lfirst(lc)));
+		return out;
+	}
+	if (IsA(qual, List))
+	{
+		foreach(lc, (List *) qual)
+			out = list_concat(out, conjuncts(lfirst(lc)));
+		return out;
+	}
+	return list_make1(qual);
+}
+
+/*
+ * Does equality of the type mean identity, so that a condition on a
+ * group's key value holds for every row of the group?
+ */
+static bool
+identity_equality(Oid typid, Oid collid)
+{
+	typid = getBaseType(typid);
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case BOOLOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+		case NAMEOID:
+			return !OidIsValid(collid) || get_collation_isdeterministic(collid);
+		default:
+			return type_is_enum(typid);
+	}
+}
+
+/* A Var reading view column attnum */
+static Node *
+view_var(Match *m, AttrNumber attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(m->viewdesc, attnum - 1);
+
+	m->cols_used = bms_add_member(m->cols_used,
+								  attnum - FirstLowInvalidHeapAttributeNumber);
+
+	return (Node *) makeVar(m->viewrti, attnum, att->atttypid, att->atttypmod,
+							att->attcollation, 0);
+}
+
+/* A plain aggregate call fn(arg), collations assigned */
+static Node *
+make_agg(Oid fn, Node *arg)
+{
+	Aggref	   *a = makeNode(Aggref);
+	Oid			argtype = exprType(arg);
+	ParseState *pstate = make_parsestate(NULL);
+
+	a->aggfnoid = fn;
+	a->aggtype = get_func_rettype(fn);
+	a->aggargtypes = list_make1_oid(argtype);
+	a->args = list_make1(makeTargetEntry((Expr *) arg, 1, NULL, false));
+	a->aggkind = AGGKIND_NORMAL;
+	a->aggsplit = AGGSPLIT_SIMPLE;
+	a->aggno = -1;
+	a->aggtransno = -1;
+	a->location = -1;
+	assign_expr_collations(pstate, (Node *) a);
+	free_parsestate(pstate);
+	return (Node *) a;
+}
+
+static Oid
+catalog_agg(const char *name, Oid argtype)
+{
+	return LookupFuncName(list_make2(makeString("pg_catalog"), makeString(pstrdup(name))),
+						  1, &argtype, true);
+}
+
+/* expr cast to typid (explicit), or NULL */
+static Node *
+cast_to(Node *expr, Oid typid, int32 typmod)
+{
+	if (exprType(expr) == typid && typmod < 0)
+		return expr;
+	return coerce_to_target_type(NULL, expr, exprType(expr), typid, typmod,
+								 COERCION_EXPLICIT, COERCE_EXPLICIT_CAST, -1);
+}
+
+/*
+ * The value of the query's aggregate over the rows of view groups: the
+ * view column's value itself (direct), or a combination of the column
+ * over the groups that roll up into one (sum of sums and counts, min of
+ * mins, ...).  NULL when the aggregate cannot be combined.
+ */
+static Node *
+combine(Match *m, Aggref *agg, AttrNumber attnum)
+{
+	Node	   *v = view_var(m, attnum);
+	char	   *name;
+	Node	   *out;
+
+	if (!m->rollup)
+		return v;
+	if (get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE)
+		return NULL;
+	name = get_func_name(agg->aggfnoid);
+	if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0 ||
+		strcmp(name, "bool_and") == 0 || strcmp(name, "bool_or") == 0 ||
+		strcmp(name, "every") == 0 || strcmp(name, "bit_and") == 0 ||
+		strcmp(name, "bit_or") == 0)
+	{
+		/* the same function: its argument type is its result type */
+		if (list_length(agg->aggargtypes) != 1 ||
+			linitial_oid(agg->aggargtypes) != agg->aggtype)
+			return NULL;
+		return make_agg(agg->aggfnoid, v);
+	}
+	if (strcmp(name, "sum") == 0 || strcmp(name, "count") == 0)
+	{
+		Oid			fn = catalog_agg("sum", exprType(v));
+
+		if (!OidIsValid(fn))
+			return NULL;
+		out = cast_to(make_agg(fn, v), agg->aggtype, -1);
+		if (out != NULL && strcmp(name, "count") == 0)
+		{
+			/* no groups at all (no GROUP BY, nothing read): count is 0 */
+			CoalesceExpr *c = makeNode(CoalesceExpr);
+
+			c->coalescetype = INT8OID;
+			c->args = list_make2(out, makeConst(INT8OID, -1, InvalidOid, 8,
+												Int64GetDatum(0), false, true));
+			c->location = -1;
+			out = (Node *) c;
+		}
+		return out;
+	}
+	return NULL;
+}
+
+/* The shown view column holding exactly this aggregate call, or 0 */
+static AttrNumber
+shown_agg(Match *m, Aggref *agg)
+{
+	ListCell   *lc,
+			   *la;
+
+	forboth(lc, m->shown, la, m->shownatts)
+		if (IsA(lfirst(lc), Aggref) && equal(lfirst(lc), agg))
+			return lfirst_int(la);
+	return 0;
+}
+
+/*
+ * avg(x) as the view's sum(x) / count(x) (numeric and float arguments:
+ * PostgreSQL's avg divides the same sum by the same count); NULL when the
+ * view does not show both
+ */
+static Node *
+derive_avg(Match *m, Aggref *agg)
+{
+	Aggref	   *sum,
+			   *cnt;
+	AttrNumber	sumatt,
+				cntatt;
+	Oid			argtype;
+	Node	   *s,
+			   *c;
+	ParseState *pstate;
+	Node	   *out;
+
+	if (get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE ||
+		strcmp(get_func_name(agg->aggfnoid), "avg") != 0 ||
+		list_length(agg->args) != 1 || agg->aggorder != NIL || agg->aggdistinct != NIL)
+		return NULL;
+	argtype = linitial_oid(agg->aggargtypes);
+	if (argtype != INT2OID && argtype != INT4OID && argtype != INT8OID &&
+		argtype != NUMERICOID && argtype != FLOAT8OID)
+		return NULL;
+	sum = copyObject(agg);
+	sum->aggfnoid = catalog_agg("sum", argtype);
+	sum->aggtype = get_func_rettype(sum->aggfnoid);
+	cnt = copyObject(agg);
+	cnt->aggfnoid = catalog_agg("count", ANYOID);
+	cnt->aggtype = INT8OID;
+	sumatt = shown_agg(m, sum);
+	if (sumatt == 0)
+		return NULL;
+	cntatt = shown_agg(m, cnt);
+	if (cntatt == 0)
+		return NULL;
+	if ((s = combine(m, sum, sumatt)) == NULL || (c = combine(m, cnt, cntatt)) == NULL)
+		return NULL;
+	/* sum is NULL exactly when count is 0: the strict division gives NULL */
+	pstate = make_parsestate(NULL);
+	if (argtype == FLOAT8OID)
+		out = (Node *) make_op(pstate, list_make2(makeString("pg_catalog"), makeString("/")),
+							   s, cast_to(c, FLOAT8OID, -1), NULL, -1);
+	else
+		out = (Node *) make_op(pstate, list_make2(makeString("pg_catalog"), makeString("/")),
+							   cast_to(s, NUMERICOID, -1), cast_to(c, NUMERICOID, -1),
+							   NULL, -1);
+	free_parsestate(pstate);
+	if (exprType(out) != agg->aggtype)
+		return NULL;
+	return out;
+}
+
+static Node *
+fail(MapCtx *ctx, const char *why)
+{
+	if (ctx->m->why == NULL)
+		ctx->m->why = why;
+	return NULL;
+}
+
+/* Map an expression of the query onto the view's columns */
+static Node *
+map_mutator(Node *node, MapCtx *ctx)
+{
+	Match	   *m = ctx->m;
+	ListCell   *lc,
+			   *la;
+
+	if (node == NULL || m->why != NULL)
+		return NULL;
+	/* one of the view's expressions over aggregates, as it is */
+	if (!m->rollup && !IsA(node, Var) && !IsA(node, Const))
+	{
+		forboth(lc, m->shown, la, m->shownatts)
+			if (!IsA(lfirst(lc), Aggref) && equal(lfirst(lc), node))
+				return view_var(m, lfirst_int(la));
+	}
+	forboth(lc, m->keys, la, m->keyatts)
+	{
+		Form_pg_attribute att;
+
+		if (!equal(lfirst(lc), node))
+			continue;
+		if (lfirst_int(la) == 0)
+			return fail(ctx, "it uses a group key the view does not show");
+		att = TupleDescAttr(m->viewdesc, lfirst_int(la) - 1);
+		if (ctx->in_where && !identity_equality(att->atttypid, att->attcollation))
+			return fail(ctx, psprintf("a condition of its WHERE is on group key \"%s\" of type %s, whose equal values can differ",
+									  NameStr(att->attname), format_type_be(att->atttypid)));
+		return view_var(m, lfirst_int(la));
+	}
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+		AttrNumber	att;
+		Node	   *out = NULL;
+
+		if (agg->agglevelsup != 0)
+			return fail(ctx, "it uses an aggregate of an outer query");
+		if (ctx->in_where)
+			return fail(ctx, "an aggregate in WHERE");
+		att = shown_agg(m, agg);
+		if (att != 0)
+		{
+			out = combine(m, agg, att);
+			if (out == NULL)
+				return fail(ctx, psprintf("aggregate %s cannot be combined over the view's groups",
+										  get_func_name(agg->aggfnoid)));
+			return out;
+		}
+		out = derive_avg(m, agg);
+		if (out == NULL)
+			return fail(ctx, psprintf("the view shows no %s aggregate equal to the query's",
+									  get_func_name(agg->aggfnoid)));
+		return out;
+	}
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) node;
+
+		if (v->varlevelsup != 0)
+			return fail(ctx, "it references an outer query");
+		return fail(ctx, "it reads a source column outside the view's group keys and aggregates");
+	}
+	if (IsA(node, Query) || IsA(node, SubLink) || IsA(node, GroupingFunc))
+		return fail(ctx, "it uses a subquery or GROUPING");
+	return expression_tree_mutator(node, map_mutator, (void *) ctx);
+}
+
+/* Does the expression read a system column or a whole row of varno? */
+static bool
+system_column_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varattno <= 0 || ((Var *) node)->varlevelsup != 0;
+	if (IsA(node, Query))
+		return true;
+	return expression_tree_walker(node, system_column_walker, context);
+}
+
+/*
+ * The source table read by one query level, when the level can be
+ * rewritten at all; else InvalidOid and *why
+ */
+static Oid
+qualifying_source(Query *q, Index *rti, const char **why)
+{
+	RangeTblEntry *rte;
+	Node	   *item;
+
+	*why = NULL;
+	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
+		*why = "it is not a SELECT";
+	else if (!q->hasAggs && q->groupClause == NIL)
+		*why = "it has no aggregate and no GROUP BY";
+	else if (q->groupingSets != NIL)
+		*why = "it uses GROUPING SETS, ROLLUP or CUBE";
+	else if (q->hasWindowFuncs || q->hasTargetSRFs || q->hasSubLinks || q->setOperations)
+		*why = "it uses window functions, set-returning functions, subqueries in expressions or set operations";
+	else if (q->rowMarks != NIL || q->hasForUpdate)
+		*why = "it locks rows";
+	else if (q->hasModifyingCTE)
+		*why = "it has a data-modifying WITH";
+	else if (list_length(q->jointree->fromlist) != 1 ||
+			 !IsA((item = linitial(q->jointree->fromlist)), RangeTblRef))
+		*why = "it does not read exactly one table";
+	if (*why)
+		return InvalidOid;
+	*rti = ((RangeTblRef *) item)->rtindex;
+	rte = rt_fetch(*rti, q->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+		*why = "it does not read exactly one table";
+	else if (rte->tablesample)
+		*why = "it uses TABLESAMPLE";
+	else if (contain_volatile_functions((Node *) q))
+		*why = "it calls a volatile function";
+	else if (query_tree_walker(q, system_column_walker, NULL, 0))
+		*why = "it reads a system column, a whole row or an outer query's column";
+	if (*why)
+		return InvalidOid;
+	return rte->relid;
+}
+
+/*
+ * Can view answer query level q (which reads the source at srcrti)?
+ * Fills m with the rewritten parts, or m->why.
+ */
+static void
+match_view(Query *q, Index srcrti, Oid viewid, Match *m)
+{
+	MvDef	   *def;
+	Query	   *vq;
+	Index		vrti;
+	Relation	viewrel;
+	ListCell   *lc;
+	List	   *vwhere;
+	List	   *qwhere;
+	List	   *kept = NIL;
+	Bitmapset  *keys_used = NULL;
+	MapCtx		ctx;
+	RangeTblEntry *srte = rt_fetch(srcrti, q->rtable);
+	RangeTblEntry *vsrc;
+
+	memset(m, 0, sizeof(Match));
+	m->viewid = viewid;
+	m->srcrti = srcrti;
+	m->viewrti = list_length(q->rtable) + 1;
+	ctx.m = m;
+	ctx.in_where = false;
+
+	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	{
+		m->why = "the user may not read the view";
+		role_refused = true;
+		return;
+	}
+	def = MvDefForView(viewid);
+	if (def->kind != MV_KIND_AGGREGATE)
+	{
+		m->why = "it is a projection view";
+		return;
+	}
+	if (def->having != NULL)
+	{
+		m->why = "the view has a HAVING clause";
+		return;
+	}
+	{
+		MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
+
+		if (cat == NULL || !cat->populated)
+		{
+			m->why = "the view is not populated";
+			return;
+		}
+	}
+	vq = copyObject(def->query);
+	vrti = ((RangeTblRef *) linitial(vq->jointree->fromlist))->rtindex;
+	vsrc = rt_fetch(vrti, vq->rtable);
+	if (vsrc->inh != srte->inh && has_subclass(def->sourceid))
+	{
+		m->why = srte->inh ? "the view reads the table without its inheritance children (ONLY)"
+			: "the query reads the table without its inheritance children (ONLY)";
+		return;
+	}
+	if (vrti != srcrti)
+	{
+		ChangeVarNodes((Node *) vq->targetList, vrti, srcrti, 0);
+		ChangeVarNodes(vq->jointree->quals, vrti, srcrti, 0);
+	}
+
+	viewrel = relation_open(viewid, AccessShareLock);
+	m->viewdesc = CreateTupleDescCopy(RelationGetDescr(viewrel));
+	relation_close(viewrel, NoLock);
+
+	/* the view's columns: keys, then shown aggregates and expressions */
+	foreach(lc, vq->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, vq->targetList);
+
+		m->keys = lappend(m->keys, tle->expr);
+		m->keyatts = lappend_int(m->keyatts, tle->resjunk ? 0 : tle->resno);
+	}
+	foreach(lc, vq->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk || list_member(m->keys, tle->expr))
+			continue;
+		m->shown = lappend(m->shown, tle->expr);
+		m->shownatts = lappend_int(m->shownatts, tle->resno);
+	}
+
+	/* GROUP BY: shown keys of the view; all of them, or a roll-up */
+	foreach(lc, q->groupClause)
+	{
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), q->targetList);
+		int			i = 0;
+		ListCell   *lk;
+		bool		found = false;
+
+		foreach(lk, m->keys)
+		{
+			if (equal(lfirst(lk), tle->expr))
+			{
+				keys_used = bms_add_member(keys_used, i);
+				found = true;
+			}
+			i++;
+		}
+		if (!found)
+		{
+			m->why = "a GROUP BY expression of the query is not a group key of the view";
+			return;
+		}
+	}
+	m->rollup = bms_num_members(keys_used) < list_length(m->keys);
+
+	/* WHERE: the view's conditions implied, the rest applied over keys */
+	vwhere = conjuncts(vq->jointree->quals);
+	qwhere = conjuncts(q->jointree->quals);
+	if (vwhere != NIL && !predicate_implied_by(vwhere, qwhere, false))
+	{
+		m->why = "the query's WHERE does not imply the view's";
+		return;
+	}
+	foreach(lc, qwhere)
+	{
+		Node	   *c = lfirst(lc);
+
+		/* every row the view was computed from meets it */
+		if (vwhere != NIL && predicate_implied_by(list_make1(c), vwhere, false))
+			continue;
+		ctx.in_where = true;
+		c = map_mutator(c, &ctx);
+		if (m->why)
+		{
+			if (strncmp(m->why, "it reads a source column", 24) == 0)
+				m->why = "a condition of the query's WHERE is neither one of the view's nor on its group keys";
+			return;
+		}
+		kept = lappend(kept, c);
+	}
+
+	/* select list, HAVING */
+	ctx.in_where = false;
+	m->targetList = (List *) map_mutator((Node *) q->targetList, &ctx);
+	if (m->why)
+		return;
+	m->having = map_mutator(q->havingQual, &ctx);
+	if (m->why)
+		return;
+	if (!m->rollup && m->having != NULL)
+		kept = list_concat(kept, conjuncts(m->having));
+	m->quals = kept == NIL ? NULL : (Node *) make_ands_explicit(kept);
+}
+
+/* The incremental views over relid, cached per backend */
+typedef struct SourceEntry
+{
+	Oid			relid;
+	bool		is_source;
+} SourceEntry;
+
+static HTAB *source_cache = NULL;
+
+static void
+source_cache_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	SourceEntry *entry;
+
+	if (source_cache == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		hash_search(source_cache, &relid, HASH_REMOVE, NULL);
+		return;
+	}
+	hash_seq_init(&status, source_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		hash_search(source_cache, &entry->relid, HASH_REMOVE, NULL);
+}
+
+static bool
+is_source(Oid relid)
+{
+	SourceEntry *entry;
+	bool		hit;
+	bool		answer;
+
+	if (source_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SourceEntry);
+		source_cache = hash_create("mvinc view sources", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(source_cache_inval, (Datum) 0);
+	}
+	entry = hash_search(source_cache, &relid, HASH_FIND, &hit);
+	if (hit)
+		return entry->is_source;
+	answer = MvIsSource(relid);
+	entry = hash_search(source_cache, &relid, HASH_ENTER, &hit);
+	entry->is_source = answer;
+	return answer;
+}
+
+/* Rewrite query level q onto the view that answers it best, if any */
+static Oid
+rewrite_level(Query *q)
+{
+	Index		rti;
+	const char *why;
+	Oid			source = qualifying_source(q, &rti, &why);
+	List	   *views;
+	ListCell   *lc;
+	Match	   *best = NULL;
+	double		best_rows = 0;
+	Relation	viewrel;
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	RangeTblRef *ref;
+
+	if (!OidIsValid(source) || !is_source(source))
+		return InvalidOid;
+	views = MvViewsOfSource(source);
+	foreach(lc, views)
+	{
+		Match	   *m = palloc(sizeof(Match));
+		MvCatalog  *cat;
+		double		rows;
+
+		match_view(q, rti, lfirst_oid(lc), m);
+		if (m->why != NULL)
+			continue;
+		cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
+		rows = OidIsValid(cat->storage_oid) ? MvStorageRows(cat->storage_oid) : 0;
+		if (best == NULL || rows < best_rows)
+		{
+			best = m;
+			best_rows = rows;
+		}
+	}
+	if (best == NULL)
+		return InvalidOid;
+
+	/* the view's entry; the source's stays for the rights check */
+	pstate = make_parsestate(NULL);
+	viewrel = relation_open(best->viewid, AccessShareLock);
+	nsitem = addRangeTableEntryForRelation(pstate, viewrel, AccessShareLock,
+										   NULL, false, true);
+	relation_close(viewrel, NoLock);
+	nsitem->p_rte->selectedCols = best->cols_used;
+	q->rtable = lappend(q->rtable, nsitem->p_rte);
+	Assert(list_length(q->rtable) == best->viewrti);
+	ref = makeNode(RangeTblRef);
+	ref->rtindex = best->viewrti;
+	q->jointree->fromlist = list_make1(ref);
+	q->jointree->quals = best->quals;
+	q->targetList = best->targetList;
+	if (best->rollup)
+		q->havingQual = best->having;
+	else
+	{
+		q->havingQual = NULL;
+		q->groupClause = NIL;
+		q->groupDistinct = false;
+		q->hasAggs = false;
+	}
+	free_parsestate(pstate);
+	return best->viewid;
+}
+
+static bool
+rewrite_walker(Node *node, List **views)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *q = (Query *) node;
+		Oid			view = rewrite_level(q);
+
+		if (OidIsValid(view))
+			*views = lappend_oid(*views, view);
+		return query_tree_walker(q, rewrite_walker, views, 0);
+	}
+	return expression_tree_walker(node, rewrite_walker, views);
+}
+
+/*
+ * Planner hook's first step: rewrite what views can answer; returns the
+ * views read in place of their source.  A plan so rewritten, or not
+ * rewritten for want of the right to read a view, depends on the role
+ * that made it (*role_dependent).
+ */
+List *
+MvRewriteQuery(Query *parse, bool *role_dependent)
+{
+	List	   *views = NIL;
+
+	role_refused = false;
+	if (mvinc_enable_rewrite)
+		(void) rewrite_walker((Node *) parse, &views);
+	*role_dependent = role_refused || views != NIL;
+	return views;
+}
+
+/* A view over relid was created or dropped: plans over it are replanned */
+void
+MvRewriteSourceChanged(Oid relid)
+{
+	CacheInvalidateRelcacheByRelid(relid);
+}
+
+PG_FUNCTION_INFO_V1(mvinc_explain_rewrite);
+
+/*
+ * mvinc.explain_rewrite(query text): for each incremental view over the
+ * table the query's top level reads, whether the query would be rewritten
+ * onto it and, if not, why
+ */
+Datum
+mvinc_explain_rewrite(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	List	   *raw;
+	Query	   *q;
+	List	   *rewritten;
+	Index		rti;
+	const char *why;
+	Oid			source;
+	Match	   *best = NULL;
+	double		best_rows = 0;
+	List	   *matches = NIL;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	raw = pg_parse_query(sql);
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mvinc.explain_rewrite takes one statement"),
+				 errdetail("The text holds %d statements.", list_length(raw)),
+				 errhint("Pass a single SELECT.")));
+	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, NULL, 0, NULL);
+	rewritten = QueryRewrite(q);
+	if (list_length(rewritten) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mvinc.explain_rewrite takes a SELECT"),
+				 errhint("Pass a single SELECT.")));
+	q = linitial_node(Query, rewritten);
+	/* as running the query would: the reader must be allowed to read it */
+	(void) ExecCheckRTPerms(q->rtable, true);
+	source = qualifying_source(q, &rti, &why);
+	if (!OidIsValid(source))
+	{
+		Datum		values[3] = {0, BoolGetDatum(false), CStringGetTextDatum(psprintf("not rewritten: %s", why))};
+		bool		nulls[3] = {true, false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		return (Datum) 0;
+	}
+	foreach(lc, MvViewsOfSource(source))
+	{
+		Match	   *m = palloc(sizeof(Match));
+
+		match_view(q, rti, lfirst_oid(lc), m);
+		matches = lappend(matches, m);
+		if (m->why == NULL)
+		{
+			MvCatalog  *cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
+			double		rows = OidIsValid(cat->storage_oid) ? MvStorageRows(cat->storage_oid) : 0;
+
+			if (best == NULL || rows < best_rows)
+			{
+				best = m;
+				best_rows = rows;
+			}
+		}
+	}
+	if (!mvinc_enable_rewrite)
+		best = NULL;
+	foreach(lc, matches)
+	{
+		Match	   *m = lfirst(lc);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+		const char *reason;
+
+		if (m == best)
+			reason = m->rollup ? "rewritten: the view's groups are combined (roll-up)"
+				: "rewritten: one view row per group";
+		else if (m->why == NULL)
+			reason = mvinc_enable_rewrite ? "answers, but another view has fewer rows"
+				: "answers, but mvinc.enable_rewrite is off";
+		else
+			reason = psprintf("not used: %s", m->why);
+		values[0] = ObjectIdGetDatum(m->viewid);
+		values[1] = BoolGetDatum(m == best);
+		values[2] = CStringGetTextDatum(reason);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

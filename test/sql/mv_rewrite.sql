@@ -1,0 +1,190 @@
+-- Transparent rewrite of aggregate queries over a view's source onto the view
+SET client_min_messages = warning;
+SET mvinc.enable_rewrite = on;
+CREATE SCHEMA rw;
+SET search_path = rw, public;
+
+CREATE TABLE s (id int PRIMARY KEY, k int, g text, x int, y numeric, f float8, b bool, nk numeric);
+INSERT INTO s SELECT i, i % 10, 'g' || (i % 3), CASE WHEN i % 7 = 0 THEN NULL ELSE i END,
+       i * 1.5, i / 4.0, i % 5 = 0, (i % 4)::numeric / 2
+  FROM generate_series(1, 2000) i;
+
+CREATE MATERIALIZED VIEW v WITH (mvinc.incremental = true) AS
+  SELECT k, g, sum(x) AS sx, count(*) AS n, count(x) AS cx, min(y) AS mn, max(g) AS mg,
+         sum(y) AS sy, count(y) AS cy, bool_and(b) AS ba, sum(f) AS sf, count(f) AS cf,
+         sum(x) FILTER (WHERE b) AS sxb
+    FROM s WHERE x > 5 GROUP BY k, g;
+CREATE MATERIALIZED VIEW vn WITH (mvinc.incremental = true) AS
+  SELECT nk, count(*) AS n, sum(x) AS sx FROM s GROUP BY nk;
+CREATE MATERIALIZED VIEW ve WITH (mvinc.incremental = true) AS
+  SELECT k, sum(x) / nullif(count(*), 0) AS ratio, count(*) AS n FROM s GROUP BY k;
+
+-- rw(query): which view the plan reads in place of s ('-' for none), and
+-- whether the answer equals the query's with the rewrite off, in the same
+-- transaction (rows compared as multisets)
+CREATE FUNCTION rw(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+  used text := '-';
+  diff bigint;
+BEGIN
+  SET LOCAL mvinc.enable_rewrite = on;
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF line ~ 'Rewritten onto view: ' THEN
+      used := substring(line from 'Rewritten onto view: (.*)$');
+    END IF;
+  END LOOP;
+  DROP TABLE IF EXISTS rw_on, rw_off;
+  EXECUTE 'CREATE TEMP TABLE rw_on AS ' || q;
+  SET LOCAL mvinc.enable_rewrite = off;
+  EXECUTE 'CREATE TEMP TABLE rw_off AS ' || q;
+  SET LOCAL mvinc.enable_rewrite = on;
+  SELECT count(*) INTO diff FROM
+    ((TABLE rw_on EXCEPT ALL TABLE rw_off) UNION ALL (TABLE rw_off EXCEPT ALL TABLE rw_on)) d;
+  RETURN used || CASE WHEN diff = 0 THEN ' same' ELSE ' DIFFERENT: ' || diff END;
+END $$;
+
+-- one view row per group of the query
+SELECT rw('SELECT k, g, sum(x), count(*) FROM s WHERE x > 5 GROUP BY k, g');
+SELECT rw('SELECT g, k, max(g), min(y) FROM s WHERE x > 5 GROUP BY g, k ORDER BY k, g LIMIT 5');
+SELECT rw('SELECT k, sum(x) FILTER (WHERE b) FROM s WHERE x > 5 GROUP BY k, g');
+-- roll-up to fewer keys, and to none
+SELECT rw('SELECT k, sum(x) a, count(*) b, count(x) c, min(y) d, max(g) e, bool_and(b) f, sum(f) h FROM s WHERE x > 5 GROUP BY k');
+SELECT rw('SELECT sum(x) a, count(*) b, min(y) c FROM s WHERE x > 5');
+SELECT rw('SELECT sum(x) a, count(*) b, count(x) c, max(g) d FROM s WHERE x > 5 AND k = 42');
+SELECT rw('SELECT g, count(*) FROM s WHERE 5 < x GROUP BY g HAVING count(*) > 10');
+-- avg from a shown sum and count of the same argument
+SELECT rw('SELECT k, avg(x) a, avg(y) b, avg(f) c FROM s WHERE x > 5 GROUP BY k, g');
+SELECT rw('SELECT g, avg(x) a, avg(y) b FROM s WHERE x > 5 GROUP BY g');
+SELECT rw('SELECT avg(x) a, avg(y) b FROM s WHERE x > 5 AND k = 42');
+-- extra conditions on group keys; a range implying the view's
+SELECT rw('SELECT k, sum(x) FROM s WHERE x > 5 AND k IN (1, 2) AND g <> ''g1'' GROUP BY k');
+SELECT rw('SELECT g, sum(x) FROM s WHERE x > 5 AND k = 3 GROUP BY g');
+CREATE MATERIALIZED VIEW vr WITH (mvinc.incremental = true) AS
+  SELECT k, count(*) AS n, sum(y) AS sy FROM s WHERE k > 2 GROUP BY k;
+SELECT rw('SELECT k, sum(y) FROM s WHERE k > 5 GROUP BY k');
+SELECT rw('SELECT sum(y) FROM s WHERE k >= 3 AND k <= 7');
+SELECT rw('SELECT k, sum(y) FROM s WHERE k > 1 GROUP BY k');
+DROP MATERIALIZED VIEW vr;
+-- HAVING, expressions over aggregates and keys, DISTINCT
+SELECT rw('SELECT k, sum(x) * 2 a, k + 1 b FROM s WHERE x > 5 GROUP BY k, g HAVING sum(x) > 20000');
+SELECT rw('SELECT k, sum(x) * 2 a, k + 1 b FROM s WHERE x > 5 GROUP BY k HAVING sum(x) > 20000 AND k > 2');
+SELECT rw('SELECT k, sum(x) / nullif(count(*), 0) a, count(*) b FROM s GROUP BY k');
+SELECT rw('SELECT DISTINCT count(*) FROM s WHERE x > 5 GROUP BY k, g');
+-- inside subqueries, CTEs, joins, views, SQL functions
+SELECT rw('SELECT * FROM (SELECT k, sum(x) AS t FROM s WHERE x > 5 GROUP BY k) q WHERE t > 0');
+SELECT rw('WITH c AS (SELECT g, count(*) AS n FROM s WHERE x > 5 GROUP BY g) SELECT g, n FROM c');
+SELECT rw('SELECT s2.id, q.t FROM s s2 JOIN (SELECT k, sum(x) AS t FROM s WHERE x > 5 GROUP BY k) q ON q.k = s2.k WHERE s2.id < 5');
+CREATE VIEW pv AS SELECT k, sum(x) AS t FROM s WHERE x > 5 GROUP BY k;
+SELECT rw('SELECT * FROM pv');
+CREATE FUNCTION tot(kk int) RETURNS bigint LANGUAGE sql STABLE AS
+  'SELECT sum(x) FROM s WHERE x > 5 AND k = kk';
+SELECT rw('SELECT tot(3)');
+
+-- not rewritten (and the same answers)
+SELECT rw('SELECT k, sum(x) FROM s WHERE x > 4 GROUP BY k');           -- WHERE weaker than the view's
+SELECT rw('SELECT k, sum(x) FROM s WHERE x > 6 GROUP BY k');           -- x is no key
+SELECT rw('SELECT k, sum(id) FROM s WHERE x > 5 GROUP BY k');          -- aggregate not stored
+SELECT rw('SELECT nk, count(*) FROM s WHERE nk = 1 GROUP BY nk');      -- numeric key: 1 = 1.0
+SELECT rw('SELECT k, sum(x) FROM s WHERE x > 5 AND random() < 2 GROUP BY k');
+SELECT rw('SELECT k, sum(x) a, max(ctid::text) b FROM s WHERE x > 5 GROUP BY k');
+SELECT rw('SELECT id % 10, sum(x) FROM s WHERE x > 5 GROUP BY id % 10');
+SELECT rw('SELECT k, sum(x) FROM s WHERE x > 5 GROUP BY ROLLUP (k)');
+SELECT rw('SELECT k, string_agg(g, '','') FROM s WHERE x > 5 GROUP BY k');
+SELECT * FROM mvinc.explain_rewrite('SELECT k, sum(x) FROM s WHERE x > 5 GROUP BY k; SELECT 1');
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT nk, count(*) FROM s WHERE nk = 1 GROUP BY nk') ORDER BY 1::text;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, avg(x) FROM s GROUP BY k') ORDER BY 1::text;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, sum(x) / nullif(count(*), 0) FROM s GROUP BY k') ORDER BY 1::text;
+SELECT * FROM mvinc.explain_rewrite('SELECT 1');
+
+-- never stale: changes not yet refreshed are in the answer
+INSERT INTO s VALUES (5001, 3, 'g9', 100, 1, 1, true, 0.5);
+UPDATE s SET x = x + 1 WHERE id % 50 = 0;
+DELETE FROM s WHERE id % 97 = 0;
+SELECT rw('SELECT k, g, sum(x) a, count(*) b, min(y) c FROM s WHERE x > 5 GROUP BY k, g');
+SELECT rw('SELECT g, sum(x) a, count(*) b, avg(y) c FROM s WHERE x > 5 GROUP BY g');
+-- inside a transaction that wrote the source: its own changes too
+BEGIN;
+INSERT INTO s VALUES (5002, 4, 'g0', 7, 1, 1, false, 0);
+SELECT rw('SELECT k, sum(x) a, count(*) b FROM s WHERE x > 5 GROUP BY k');
+ROLLBACK;
+
+-- the view with the fewest rows answers
+CREATE MATERIALIZED VIEW vk WITH (mvinc.incremental = true) AS
+  SELECT k, sum(x) AS sx, count(*) AS n FROM s WHERE x > 5 GROUP BY k;
+SELECT rw('SELECT k, sum(x) FROM s WHERE x > 5 GROUP BY k');
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, sum(x) FROM s WHERE x > 5 GROUP BY k') ORDER BY 1::text;
+
+-- prepared statements follow views that come and go
+PREPARE p AS SELECT k, count(*) FROM s WHERE x > 5 GROUP BY k ORDER BY k;
+EXECUTE p \g /dev/null
+DROP MATERIALIZED VIEW vk;
+SELECT rw('SELECT k, count(*) FROM s WHERE x > 5 GROUP BY k ORDER BY k');
+EXECUTE p;
+CREATE MATERIALIZED VIEW vk WITH (mvinc.incremental = true) AS
+  SELECT k, count(*) AS n FROM s WHERE x > 5 GROUP BY k;
+CREATE FUNCTION plan_view(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE line text; used text := '-';
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
+    IF line ~ 'Rewritten onto view: ' THEN used := substring(line from 'Rewritten onto view: (.*)$'); END IF;
+  END LOOP;
+  RETURN used;
+END $$;
+SELECT plan_view('EXECUTE p');
+DROP MATERIALIZED VIEW vk;
+SELECT plan_view('EXECUTE p');
+SET mvinc.enable_rewrite = off;
+SELECT plan_view('SELECT k, count(*) FROM s WHERE x > 5 GROUP BY k');
+SET mvinc.enable_rewrite = on;
+
+-- a view created WITH NO DATA answers once populated
+CREATE MATERIALIZED VIEW vg WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n FROM s GROUP BY g WITH NO DATA;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT g, count(*) FROM s GROUP BY g') ORDER BY 1::text;
+REFRESH MATERIALIZED VIEW vg;
+SELECT rw('SELECT g, count(*) FROM s GROUP BY g');
+
+-- inheritance: ONLY must match the view's
+CREATE TABLE par (k int, x int);
+CREATE TABLE chi () INHERITS (par);
+INSERT INTO par VALUES (1, 1), (2, 2);
+INSERT INTO chi VALUES (1, 10);
+CREATE MATERIALIZED VIEW vp WITH (mvinc.incremental = true) AS
+  SELECT k, sum(x) AS sx FROM ONLY par GROUP BY k;
+SELECT rw('SELECT k, sum(x) FROM par GROUP BY k');
+SELECT rw('SELECT k, sum(x) FROM ONLY par GROUP BY k');
+
+-- rights: a reader of the source but not of the view is not rewritten; a
+-- reader of the view but not of the source is refused as without views
+CREATE ROLE rw_src;
+CREATE ROLE rw_view;
+GRANT USAGE ON SCHEMA rw TO rw_src, rw_view;
+GRANT SELECT ON s TO rw_src;
+GRANT SELECT ON v TO rw_view;
+SET ROLE rw_src;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, g, sum(x) FROM s WHERE x > 5 GROUP BY k, g') ORDER BY 1::text;
+SELECT count(*) FROM (SELECT k, g, sum(x) FROM s WHERE x > 5 GROUP BY k, g) q;
+RESET ROLE;
+SET ROLE rw_view;
+SELECT count(*) FROM (SELECT k, g, sum(x) FROM s WHERE x > 5 GROUP BY k, g) q;
+SELECT * FROM mvinc.explain_rewrite('SELECT k, g, sum(x) FROM s WHERE x > 5 GROUP BY k, g');
+RESET ROLE;
+-- a plan made by one role is not reused by another (custom or generic)
+PREPARE q2 AS SELECT k, g, sum(x) FROM s WHERE x > 5 GROUP BY k, g;
+EXECUTE q2 \g /dev/null
+EXECUTE q2 \g /dev/null
+EXECUTE q2 \g /dev/null
+EXECUTE q2 \g /dev/null
+EXECUTE q2 \g /dev/null
+EXECUTE q2 \g /dev/null
+SELECT plan_view('EXECUTE q2');
+SET ROLE rw_src;
+SELECT plan_view('EXECUTE q2');
+EXECUTE q2 \g /dev/null
+RESET ROLE;
+SELECT plan_view('EXECUTE q2');
+
+DROP SCHEMA rw CASCADE;
+DROP ROLE rw_src;
+DROP ROLE rw_view;
