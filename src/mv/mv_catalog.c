@@ -530,6 +530,7 @@ MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,
 
 		if (cat != NULL)
 			MvRewriteSourceChanged(cat->sourceid);
+		CacheInvalidateRelcacheByRelid(viewid);
 	}
 }
 
@@ -783,6 +784,8 @@ MvForgetView(Oid viewid, Oid sourceid)
 	}
 	spi_oid_query("DELETE FROM mvinc.mv_view WHERE view::oid = $1", viewid, MV_LOOKUP_NEW);
 	incremental_changed(viewid);
+	if (OidIsValid(sourceid) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(sourceid)))
+		MvRewriteSourceChanged(sourceid);
 	/* a view created later with the same oid starts from zero */
 	MvReleaseStats(viewid);
 	MvSpiFinish();

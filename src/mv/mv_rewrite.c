@@ -66,6 +66,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "mv/mv.h"
@@ -79,6 +80,7 @@ static bool role_refused = false;
 typedef struct Match
 {
 	Oid			viewid;
+	Oid			sourceid;
 	Index		srcrti;			/* the source in the query */
 	Index		viewrti;		/* the view's entry once added */
 	TupleDesc	viewdesc;
@@ -274,6 +276,21 @@ shown_agg(Match *m, Aggref *agg)
 	return 0;
 }
 
+/* Is column attnum of relid declared NOT NULL? */
+static bool
+column_not_null(Oid relid, AttrNumber attnum)
+{
+	HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+	bool		notnull = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+		ReleaseSysCache(tup);
+	}
+	return notnull;
+}
+
 /*
  * avg(x) as the view's sum(x) / count(x) (numeric and float arguments:
  * PostgreSQL's avg divides the same sum by the same count); NULL when the
@@ -311,7 +328,23 @@ derive_avg(Match *m, Aggref *agg)
 		return NULL;
 	cntatt = shown_agg(m, cnt);
 	if (cntatt == 0)
-		return NULL;
+	{
+		/* of a NOT NULL column, count(x) is count(*) */
+		Node	   *arg = (Node *) ((TargetEntry *) linitial(agg->args))->expr;
+
+		if (!IsA(arg, Var) || ((Var *) arg)->varno != m->srcrti ||
+			!column_not_null(m->sourceid, ((Var *) arg)->varattno))
+			return NULL;
+		cnt->aggfnoid = LookupFuncName(list_make2(makeString("pg_catalog"), makeString("count")),
+									   0, NULL, false);
+		cnt->aggargtypes = NIL;
+		cnt->args = NIL;
+		cnt->aggstar = true;
+		cnt->inputcollid = InvalidOid;
+		cntatt = shown_agg(m, cnt);
+		if (cntatt == 0)
+			return NULL;
+	}
 	if ((s = combine(m, sum, sumatt)) == NULL || (c = combine(m, cnt, cntatt)) == NULL)
 		return NULL;
 	/* sum is NULL exactly when count is 0: the strict division gives NULL */
@@ -463,16 +496,134 @@ qualifying_source(Query *q, Index *rti, const char **why)
 }
 
 /*
+ * What a view offers to the rewrite, kept per backend until the view's
+ * relcache entry is invalidated (a definition, populated or rights change
+ * sends one): its keys and shown columns and its WHERE, over the source at
+ * range-table index rti of its query
+ */
+typedef struct ViewShape
+{
+	Oid			viewid;			/* hash key */
+	MemoryContext cxt;
+	const char *why;			/* why it answers nothing, or NULL */
+	Oid			sourceid;
+	bool		inh;
+	Index		rti;
+	List	   *keys;
+	List	   *keyatts;
+	List	   *shown;
+	List	   *shownatts;
+	List	   *where;
+	TupleDesc	desc;
+} ViewShape;
+
+static HTAB *shape_cache = NULL;
+
+static void
+shape_cache_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	ViewShape  *shape;
+
+	if (shape_cache == NULL)
+		return;
+	hash_seq_init(&status, shape_cache);
+	while ((shape = hash_seq_search(&status)) != NULL)
+	{
+		if (OidIsValid(relid) && shape->viewid != relid)
+			continue;
+		if (shape->cxt)
+			MemoryContextDelete(shape->cxt);
+		hash_search(shape_cache, &shape->viewid, HASH_REMOVE, NULL);
+	}
+}
+
+static ViewShape *
+view_shape(Oid viewid)
+{
+	ViewShape  *shape;
+	bool		found;
+	MvDef	   *def;
+	MvCatalog  *cat;
+	Query	   *vq;
+	Relation	viewrel;
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (shape_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ViewShape);
+		shape_cache = hash_create("mvinc view shapes", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(shape_cache_inval, (Datum) 0);
+	}
+	shape = hash_search(shape_cache, &viewid, HASH_FIND, &found);
+	if (found)
+		return shape;
+
+	viewrel = try_relation_open(viewid, AccessShareLock);
+	if (viewrel == NULL)
+		return NULL;
+	def = MvDefForView(viewid);
+	cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
+	shape = hash_search(shape_cache, &viewid, HASH_ENTER, &found);
+	memset(((char *) shape) + sizeof(Oid), 0, sizeof(ViewShape) - sizeof(Oid));
+	shape->cxt = AllocSetContextCreate(CacheMemoryContext, "mvinc view shape",
+									   ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(shape->cxt);
+	shape->sourceid = def->sourceid;
+	if (def->kind != MV_KIND_AGGREGATE)
+		shape->why = "it is a projection view";
+	else if (def->having != NULL)
+		shape->why = "the view has a HAVING clause";
+	else if (cat == NULL || !cat->populated)
+		shape->why = "the view is not populated";
+	vq = copyObject(def->query);
+	shape->rti = ((RangeTblRef *) linitial(vq->jointree->fromlist))->rtindex;
+	shape->inh = rt_fetch(shape->rti, vq->rtable)->inh;
+	shape->desc = CreateTupleDescCopy(RelationGetDescr(viewrel));
+	foreach(lc, vq->groupClause)
+	{
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), vq->targetList);
+
+		shape->keys = lappend(shape->keys, tle->expr);
+		shape->keyatts = lappend_int(shape->keyatts, tle->resjunk ? 0 : tle->resno);
+	}
+	foreach(lc, vq->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk || list_member(shape->keys, tle->expr))
+			continue;
+		shape->shown = lappend(shape->shown, tle->expr);
+		shape->shownatts = lappend_int(shape->shownatts, tle->resno);
+	}
+	shape->where = conjuncts(vq->jointree->quals);
+	MemoryContextSwitchTo(old);
+	relation_close(viewrel, AccessShareLock);
+	return shape;
+}
+
+/* An expression of the view's query over the source at the query's rti */
+static void *
+at_rti(ViewShape *shape, void *node, Index rti)
+{
+	node = copyObject(node);
+	if (shape->rti != rti)
+		ChangeVarNodes((Node *) node, shape->rti, rti, 0);
+	return node;
+}
+
+/*
  * Can view answer query level q (which reads the source at srcrti)?
  * Fills m with the rewritten parts, or m->why.
  */
 static void
 match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 {
-	MvDef	   *def;
-	Query	   *vq;
-	Index		vrti;
-	Relation	viewrel;
+	ViewShape  *shape;
 	ListCell   *lc;
 	List	   *vwhere;
 	List	   *qwhere;
@@ -480,7 +631,6 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 	Bitmapset  *keys_used = NULL;
 	MapCtx		ctx;
 	RangeTblEntry *srte = rt_fetch(srcrti, q->rtable);
-	RangeTblEntry *vsrc;
 
 	memset(m, 0, sizeof(Match));
 	m->viewid = viewid;
@@ -495,63 +645,30 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 		role_refused = true;
 		return;
 	}
-	def = MvDefForView(viewid);
-	if (def->kind != MV_KIND_AGGREGATE)
+	shape = view_shape(viewid);
+	if (shape == NULL)
 	{
-		m->why = "it is a projection view";
+		m->why = "the view was dropped";
 		return;
 	}
-	if (def->having != NULL)
+	if (shape->why)
 	{
-		m->why = "the view has a HAVING clause";
+		m->why = shape->why;
 		return;
 	}
-	{
-		MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
-
-		if (cat == NULL || !cat->populated)
-		{
-			m->why = "the view is not populated";
-			return;
-		}
-	}
-	vq = copyObject(def->query);
-	vrti = ((RangeTblRef *) linitial(vq->jointree->fromlist))->rtindex;
-	vsrc = rt_fetch(vrti, vq->rtable);
-	if (vsrc->inh != srte->inh && has_subclass(def->sourceid))
+	if (shape->inh != srte->inh && has_subclass(shape->sourceid))
 	{
 		m->why = srte->inh ? "the view reads the table without its inheritance children (ONLY)"
 			: "the query reads the table without its inheritance children (ONLY)";
 		return;
 	}
-	if (vrti != srcrti)
-	{
-		ChangeVarNodes((Node *) vq->targetList, vrti, srcrti, 0);
-		ChangeVarNodes(vq->jointree->quals, vrti, srcrti, 0);
-	}
-
-	viewrel = relation_open(viewid, AccessShareLock);
-	m->viewdesc = CreateTupleDescCopy(RelationGetDescr(viewrel));
-	relation_close(viewrel, NoLock);
-
-	/* the view's columns: keys, then shown aggregates and expressions */
-	foreach(lc, vq->groupClause)
-	{
-		SortGroupClause *sgc = lfirst(lc);
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, vq->targetList);
-
-		m->keys = lappend(m->keys, tle->expr);
-		m->keyatts = lappend_int(m->keyatts, tle->resjunk ? 0 : tle->resno);
-	}
-	foreach(lc, vq->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (tle->resjunk || list_member(m->keys, tle->expr))
-			continue;
-		m->shown = lappend(m->shown, tle->expr);
-		m->shownatts = lappend_int(m->shownatts, tle->resno);
-	}
+	m->viewdesc = shape->desc;
+	m->sourceid = shape->sourceid;
+	m->keys = at_rti(shape, shape->keys, srcrti);
+	m->keyatts = shape->keyatts;
+	m->shown = at_rti(shape, shape->shown, srcrti);
+	m->shownatts = shape->shownatts;
+	vwhere = at_rti(shape, shape->where, srcrti);
 
 	/* GROUP BY: shown keys of the view; all of them, or a roll-up */
 	foreach(lc, q->groupClause)
@@ -579,7 +696,6 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 	m->rollup = bms_num_members(keys_used) < list_length(m->keys);
 
 	/* WHERE: the view's conditions implied, the rest applied over keys */
-	vwhere = conjuncts(vq->jointree->quals);
 	qwhere = conjuncts(q->jointree->quals);
 	if (vwhere != NIL && !predicate_implied_by(vwhere, qwhere, false))
 	{
@@ -621,7 +737,7 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 typedef struct SourceEntry
 {
 	Oid			relid;
-	bool		is_source;
+	List	   *views;			/* in CacheMemoryContext */
 } SourceEntry;
 
 static HTAB *source_cache = NULL;
@@ -634,22 +750,24 @@ source_cache_inval(Datum arg, Oid relid)
 
 	if (source_cache == NULL)
 		return;
-	if (OidIsValid(relid))
-	{
-		hash_search(source_cache, &relid, HASH_REMOVE, NULL);
-		return;
-	}
 	hash_seq_init(&status, source_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		/* a view's own invalidation may be its drop: forget its source's list */
+		if (OidIsValid(relid) && entry->relid != relid &&
+			!list_member_oid(entry->views, relid))
+			continue;
+		list_free(entry->views);
 		hash_search(source_cache, &entry->relid, HASH_REMOVE, NULL);
+	}
 }
 
-static bool
-is_source(Oid relid)
+static List *
+views_of_source(Oid relid)
 {
 	SourceEntry *entry;
 	bool		hit;
-	bool		answer;
+	List	   *views;
 
 	if (source_cache == NULL)
 	{
@@ -662,11 +780,18 @@ is_source(Oid relid)
 	}
 	entry = hash_search(source_cache, &relid, HASH_FIND, &hit);
 	if (hit)
-		return entry->is_source;
-	answer = MvIsSource(relid);
+		return entry->views;
+	views = MvIsSource(relid) ? MvViewsOfSource(relid) : NIL;
 	entry = hash_search(source_cache, &relid, HASH_ENTER, &hit);
-	entry->is_source = answer;
-	return answer;
+	entry->views = NIL;
+	if (views != NIL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(CacheMemoryContext);
+
+		entry->views = list_copy(views);
+		MemoryContextSwitchTo(old);
+	}
+	return entry->views;
 }
 
 /* Rewrite query level q onto the view that answers it best, if any */
@@ -685,9 +810,12 @@ rewrite_level(Query *q)
 	ParseNamespaceItem *nsitem;
 	RangeTblRef *ref;
 
-	if (!OidIsValid(source) || !is_source(source))
+	if (!OidIsValid(source))
 		return InvalidOid;
-	views = MvViewsOfSource(source);
+	views = views_of_source(source);
+	if (views == NIL)
+		return InvalidOid;
+	views = list_copy(views);	/* invalidations may run while matching */
 	foreach(lc, views)
 	{
 		Match	   *m = palloc(sizeof(Match));
@@ -710,7 +838,9 @@ rewrite_level(Query *q)
 
 	/* the view's entry; the source's stays for the rights check */
 	pstate = make_parsestate(NULL);
-	viewrel = relation_open(best->viewid, AccessShareLock);
+	viewrel = try_relation_open(best->viewid, AccessShareLock);
+	if (viewrel == NULL)
+		return InvalidOid;
 	nsitem = addRangeTableEntryForRelation(pstate, viewrel, AccessShareLock,
 										   NULL, false, true);
 	relation_close(viewrel, NoLock);

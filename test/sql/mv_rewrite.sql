@@ -57,6 +57,14 @@ SELECT rw('SELECT g, count(*) FROM s WHERE 5 < x GROUP BY g HAVING count(*) > 10
 SELECT rw('SELECT k, avg(x) a, avg(y) b, avg(f) c FROM s WHERE x > 5 GROUP BY k, g');
 SELECT rw('SELECT g, avg(x) a, avg(y) b FROM s WHERE x > 5 GROUP BY g');
 SELECT rw('SELECT avg(x) a, avg(y) b FROM s WHERE x > 5 AND k = 42');
+-- of a NOT NULL column, count(*) is its count
+CREATE TABLE nn (k int, a int NOT NULL, b int);
+INSERT INTO nn SELECT i % 4, i, CASE WHEN i % 3 = 0 THEN NULL ELSE i END FROM generate_series(1, 50) i;
+CREATE MATERIALIZED VIEW vnn WITH (mvinc.incremental = true) AS
+  SELECT k, sum(a) AS sa, sum(b) AS sb, count(*) AS n FROM nn GROUP BY k;
+SELECT rw('SELECT k, avg(a) FROM nn GROUP BY k');
+SELECT rw('SELECT avg(a) FROM nn WHERE k > 1');
+SELECT rw('SELECT k, avg(b) FROM nn GROUP BY k');
 -- extra conditions on group keys; a range implying the view's
 SELECT rw('SELECT k, sum(x) FROM s WHERE x > 5 AND k IN (1, 2) AND g <> ''g1'' GROUP BY k');
 SELECT rw('SELECT g, sum(x) FROM s WHERE x > 5 AND k = 3 GROUP BY g');
