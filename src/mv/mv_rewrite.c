@@ -601,6 +601,14 @@ view_shape(Oid viewid)
 		shape->shownatts = lappend_int(shape->shownatts, tle->resno);
 	}
 	shape->where = conjuncts(vq->jointree->quals);
+	/* most queries read their table at index 1: no copy for those */
+	if (shape->rti != 1)
+	{
+		ChangeVarNodes((Node *) shape->keys, shape->rti, 1, 0);
+		ChangeVarNodes((Node *) shape->shown, shape->rti, 1, 0);
+		ChangeVarNodes((Node *) shape->where, shape->rti, 1, 0);
+		shape->rti = 1;
+	}
 	MemoryContextSwitchTo(old);
 	relation_close(viewrel, AccessShareLock);
 	return shape;
@@ -610,9 +618,10 @@ view_shape(Oid viewid)
 static void *
 at_rti(ViewShape *shape, void *node, Index rti)
 {
+	if (shape->rti == rti)
+		return node;			/* read only */
 	node = copyObject(node);
-	if (shape->rti != rti)
-		ChangeVarNodes((Node *) node, shape->rti, rti, 0);
+	ChangeVarNodes((Node *) node, shape->rti, rti, 0);
 	return node;
 }
 
