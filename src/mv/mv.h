@@ -294,6 +294,8 @@ extern void MvUnpinReadBranches(void);
 
 /* mv_rewrite.c */
 extern bool mvinc_enable_rewrite;
+extern bool mv_rewrite_internal_change;
+extern void MvAssignEnableRewrite(bool newval, void *extra);
 extern List *MvRewriteQuery(Query *parse, bool *role_dependent);
 extern List *mv_rewritten_views;
 extern void MvRewriteSourceChanged(Oid relid);

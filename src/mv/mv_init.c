@@ -85,8 +85,10 @@ MvBecomeInternal(MvInternal *save)
 	(void) set_config_option("jit", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* internal SQL reads what it names: never a view in its place */
+	mv_rewrite_internal_change = true;
 	(void) set_config_option("mvinc.enable_rewrite", "off", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	mv_rewrite_internal_change = false;
 	/* storage, scratch tables: heap whatever the user's default is */
 	(void) set_config_option("default_table_access_method", "heap", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
@@ -96,7 +98,9 @@ MvBecomeInternal(MvInternal *save)
 void
 MvEndInternal(MvInternal *save)
 {
+	mv_rewrite_internal_change = true;
 	AtEOXact_GUC(true, save->nestlevel);
+	mv_rewrite_internal_change = false;
 	SetUserIdAndSecContext(save->userid, save->sec_context);
 }
 
@@ -185,7 +189,7 @@ MvincMvInit(void)
 							 "Plans aggregate queries over the source of an incremental view onto the view when it can answer them.",
 							 "See mvinc.explain_rewrite(query) for why a view was or was not used.",
 							 &mvinc_enable_rewrite, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+							 PGC_USERSET, 0, NULL, MvAssignEnableRewrite, NULL);
 	DefineCustomEnumVariable("mvinc.read_path",
 							 "How reads of incremental views choose between the storage and the defining query.",
 							 "auto: the storage when it holds every change the query's snapshot sees, else the defining query; "

@@ -27,9 +27,12 @@
  *
  *	  The source's range-table entry stays in the rewritten query, outside
  *	  the join tree, so the executor still checks the reader's SELECT
- *	  rights on the source columns the query names: the view's content is
- *	  computed from those columns only (the view's WHERE is implied by the
- *	  query's).  The view's entry asks for no rights of its own.  Of the
+ *	  rights on the source columns the query names, as without the
+ *	  rewrite; the view's entry asks SELECT on the view columns read (the
+ *	  rewrite uses only views the planning role may read, and the plan is
+ *	  kept for that role).  Aggregates adding floating-point values, views
+ *	  converting values through output functions (settings-dependent) and
+ *	  groupings by another equality than the view's are not rewritten.  Of the
  *	  views that answer, the one with the fewest stored rows is read.
  *	  mvinc.explain_rewrite(query) reports each candidate's verdict.
  *-------------------------------------------------------------------------
@@ -66,12 +69,28 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "storage/lmgr.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "mv/mv.h"
 
 bool		mvinc_enable_rewrite = true;
+
+/* set while mvinc's internal sections turn the rewrite off and on */
+bool		mv_rewrite_internal_change = false;
+
+/*
+ * A user's change of mvinc.enable_rewrite replans cached plans, so that
+ * turning it off takes rewritten plans out of use at once
+ */
+void
+MvAssignEnableRewrite(bool newval, void *extra)
+{
+	if (newval != mvinc_enable_rewrite && !mv_rewrite_internal_change)
+		ResetPlanCache();
+}
 
 /* a view was passed over because the planning role may not read it */
 static bool role_refused = false;
@@ -104,6 +123,7 @@ typedef struct MapCtx
 } MapCtx;
 
 static Node *map_mutator(Node *node, MapCtx *ctx);
+static bool contains_io_coercion(Node *node);
 
 /* Flatten nested ANDs into a list of conjuncts */
 static List *
@@ -172,16 +192,40 @@ view_var(Match *m, AttrNumber attnum)
 							att->attcollation, 0);
 }
 
-/* A plain aggregate call fn(arg), collations assigned */
+/*
+ * Does the aggregate add floating-point values (anything but min and max
+ * of them)?  Its result would depend on the order the view's states were
+ * combined in.
+ */
+static bool
+float_sum(Aggref *agg)
+{
+	ListCell   *lc;
+	char	   *name;
+
+	foreach(lc, agg->aggargtypes)
+	{
+		Oid			t = getBaseType(lfirst_oid(lc));
+
+		if (t == FLOAT4OID || t == FLOAT8OID)
+		{
+			name = get_func_name(agg->aggfnoid);
+			return !(strcmp(name, "min") == 0 || strcmp(name, "max") == 0);
+		}
+	}
+	return false;
+}
+
+/* A plain aggregate call fn(arg) returning restype, collations assigned */
 static Node *
-make_agg(Oid fn, Node *arg)
+make_agg(Oid fn, Node *arg, Oid restype)
 {
 	Aggref	   *a = makeNode(Aggref);
 	Oid			argtype = exprType(arg);
 	ParseState *pstate = make_parsestate(NULL);
 
 	a->aggfnoid = fn;
-	a->aggtype = get_func_rettype(fn);
+	a->aggtype = restype;
 	a->aggargtypes = list_make1_oid(argtype);
 	a->args = list_make1(makeTargetEntry((Expr *) arg, 1, NULL, false));
 	a->aggkind = AGGKIND_NORMAL;
@@ -238,7 +282,7 @@ combine(Match *m, Aggref *agg, AttrNumber attnum)
 		if (list_length(agg->aggargtypes) != 1 ||
 			linitial_oid(agg->aggargtypes) != agg->aggtype)
 			return NULL;
-		return make_agg(agg->aggfnoid, v);
+		return make_agg(agg->aggfnoid, v, agg->aggtype);
 	}
 	if (strcmp(name, "sum") == 0 || strcmp(name, "count") == 0)
 	{
@@ -246,7 +290,7 @@ combine(Match *m, Aggref *agg, AttrNumber attnum)
 
 		if (!OidIsValid(fn))
 			return NULL;
-		out = cast_to(make_agg(fn, v), agg->aggtype, -1);
+		out = cast_to(make_agg(fn, v, get_func_rettype(fn)), agg->aggtype, -1);
 		if (out != NULL && strcmp(name, "count") == 0)
 		{
 			/* no groups at all (no GROUP BY, nothing read): count is 0 */
@@ -315,7 +359,7 @@ derive_avg(Match *m, Aggref *agg)
 		return NULL;
 	argtype = linitial_oid(agg->aggargtypes);
 	if (argtype != INT2OID && argtype != INT4OID && argtype != INT8OID &&
-		argtype != NUMERICOID && argtype != FLOAT8OID)
+		argtype != NUMERICOID)
 		return NULL;
 	sum = copyObject(agg);
 	sum->aggfnoid = catalog_agg("sum", argtype);
@@ -349,13 +393,9 @@ derive_avg(Match *m, Aggref *agg)
 		return NULL;
 	/* sum is NULL exactly when count is 0: the strict division gives NULL */
 	pstate = make_parsestate(NULL);
-	if (argtype == FLOAT8OID)
-		out = (Node *) make_op(pstate, list_make2(makeString("pg_catalog"), makeString("/")),
-							   s, cast_to(c, FLOAT8OID, -1), NULL, -1);
-	else
-		out = (Node *) make_op(pstate, list_make2(makeString("pg_catalog"), makeString("/")),
-							   cast_to(s, NUMERICOID, -1), cast_to(c, NUMERICOID, -1),
-							   NULL, -1);
+	out = (Node *) make_op(pstate, list_make2(makeString("pg_catalog"), makeString("/")),
+						   cast_to(s, NUMERICOID, -1), cast_to(c, NUMERICOID, -1),
+						   NULL, -1);
 	free_parsestate(pstate);
 	if (exprType(out) != agg->aggtype)
 		return NULL;
@@ -381,7 +421,7 @@ map_mutator(Node *node, MapCtx *ctx)
 	if (node == NULL || m->why != NULL)
 		return NULL;
 	/* one of the view's expressions over aggregates, as it is */
-	if (!m->rollup && !IsA(node, Var) && !IsA(node, Const))
+	if (!m->rollup && !ctx->in_where && !IsA(node, Var) && !IsA(node, Const))
 	{
 		forboth(lc, m->shown, la, m->shownatts)
 			if (!IsA(lfirst(lc), Aggref) && equal(lfirst(lc), node))
@@ -411,20 +451,19 @@ map_mutator(Node *node, MapCtx *ctx)
 			return fail(ctx, "it uses an aggregate of an outer query");
 		if (ctx->in_where)
 			return fail(ctx, "an aggregate in WHERE");
+		if (float_sum(agg))
+			return fail(ctx, "a sum or average of floating-point values depends on the order of addition");
 		att = shown_agg(m, agg);
-		if (att != 0)
-		{
-			out = combine(m, agg, att);
-			if (out == NULL)
-				return fail(ctx, psprintf("aggregate %s cannot be combined over the view's groups",
-										  get_func_name(agg->aggfnoid)));
+		if (att != 0 && (out = combine(m, agg, att)) != NULL)
 			return out;
-		}
 		out = derive_avg(m, agg);
-		if (out == NULL)
-			return fail(ctx, psprintf("the view shows no %s aggregate equal to the query's",
+		if (out != NULL)
+			return out;
+		if (att != 0)
+			return fail(ctx, psprintf("aggregate %s cannot be combined over the view's groups",
 									  get_func_name(agg->aggfnoid)));
-		return out;
+		return fail(ctx, psprintf("the view shows no %s aggregate equal to the query's",
+								  get_func_name(agg->aggfnoid)));
 	}
 	if (IsA(node, Var))
 	{
@@ -511,6 +550,7 @@ typedef struct ViewShape
 	Index		rti;
 	List	   *keys;
 	List	   *keyatts;
+	List	   *keyeqops;		/* each key's grouping equality operator */
 	List	   *shown;
 	List	   *shownatts;
 	List	   *where;
@@ -563,9 +603,15 @@ view_shape(Oid viewid)
 	if (found)
 		return shape;
 
-	viewrel = try_relation_open(viewid, AccessShareLock);
-	if (viewrel == NULL)
+	/* never wait for a lock on a view (being dropped, say): pass it over */
+	if (!ConditionalLockRelationOid(viewid, AccessShareLock))
 		return NULL;
+	viewrel = try_relation_open(viewid, NoLock);
+	if (viewrel == NULL)
+	{
+		UnlockRelationOid(viewid, AccessShareLock);
+		return NULL;
+	}
 	def = MvDefForView(viewid);
 	cat = MvCatalogLookup(viewid, MV_LOOKUP_NEW);
 	shape = hash_search(shape_cache, &viewid, HASH_ENTER, &found);
@@ -581,6 +627,13 @@ view_shape(Oid viewid)
 	else if (cat == NULL || !cat->populated)
 		shape->why = "the view is not populated";
 	vq = copyObject(def->query);
+	/*
+	 * A value converted through its type's output function (a float or
+	 * bytea cast to text) depends on settings (extra_float_digits,
+	 * bytea_output) that were the refresh's, not the reader's
+	 */
+	if (shape->why == NULL && contains_io_coercion((Node *) vq))
+		shape->why = "the view converts values to text through output functions, which depend on settings";
 	shape->rti = ((RangeTblRef *) linitial(vq->jointree->fromlist))->rtindex;
 	shape->inh = rt_fetch(shape->rti, vq->rtable)->inh;
 	shape->desc = CreateTupleDescCopy(RelationGetDescr(viewrel));
@@ -590,6 +643,7 @@ view_shape(Oid viewid)
 
 		shape->keys = lappend(shape->keys, tle->expr);
 		shape->keyatts = lappend_int(shape->keyatts, tle->resjunk ? 0 : tle->resno);
+		shape->keyeqops = lappend_oid(shape->keyeqops, ((SortGroupClause *) lfirst(lc))->eqop);
 	}
 	foreach(lc, vq->targetList)
 	{
@@ -614,14 +668,31 @@ view_shape(Oid viewid)
 	return shape;
 }
 
+static bool
+io_coercion_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CoerceViaIO))
+		return true;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, io_coercion_walker, context, 0);
+	return expression_tree_walker(node, io_coercion_walker, context);
+}
+
+static bool
+contains_io_coercion(Node *node)
+{
+	return io_coercion_walker(node, NULL);
+}
+
 /* An expression of the view's query over the source at the query's rti */
 static void *
 at_rti(ViewShape *shape, void *node, Index rti)
 {
-	if (shape->rti == rti)
-		return node;			/* read only */
 	node = copyObject(node);
-	ChangeVarNodes((Node *) node, shape->rti, rti, 0);
+	if (shape->rti != rti)
+		ChangeVarNodes((Node *) node, shape->rti, rti, 0);
 	return node;
 }
 
@@ -671,25 +742,30 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 			: "the query reads the table without its inheritance children (ONLY)";
 		return;
 	}
-	m->viewdesc = shape->desc;
-	m->sourceid = shape->sourceid;
-	m->keys = at_rti(shape, shape->keys, srcrti);
-	m->keyatts = shape->keyatts;
-	m->shown = at_rti(shape, shape->shown, srcrti);
-	m->shownatts = shape->shownatts;
-	vwhere = at_rti(shape, shape->where, srcrti);
-
-	/* GROUP BY: shown keys of the view; all of them, or a roll-up */
+	/*
+	 * GROUP BY: shown keys of the view, grouped by the same equality; all
+	 * of them, or a roll-up.  Checked on the cached shape (no catalog
+	 * access, which could process an invalidation that frees it), then
+	 * the rest works on copies.
+	 */
 	foreach(lc, q->groupClause)
 	{
-		TargetEntry *tle = get_sortgroupclause_tle(lfirst(lc), q->targetList);
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+		Node	   *expr = (Node *) tle->expr;
 		int			i = 0;
-		ListCell   *lk;
+		ListCell   *lk,
+				   *le;
 		bool		found = false;
 
-		foreach(lk, m->keys)
+		if (srcrti != shape->rti)
 		{
-			if (equal(lfirst(lk), tle->expr))
+			expr = copyObject(expr);
+			ChangeVarNodes(expr, srcrti, shape->rti, 0);
+		}
+		forboth(lk, shape->keys, le, shape->keyeqops)
+		{
+			if (lfirst_oid(le) == sgc->eqop && equal(lfirst(lk), expr))
 			{
 				keys_used = bms_add_member(keys_used, i);
 				found = true;
@@ -702,7 +778,14 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 			return;
 		}
 	}
-	m->rollup = bms_num_members(keys_used) < list_length(m->keys);
+	m->viewdesc = CreateTupleDescCopy(shape->desc);
+	m->sourceid = shape->sourceid;
+	m->keys = at_rti(shape, shape->keys, srcrti);
+	m->keyatts = list_copy(shape->keyatts);
+	m->shown = at_rti(shape, shape->shown, srcrti);
+	m->shownatts = list_copy(shape->shownatts);
+	vwhere = at_rti(shape, shape->where, srcrti);
+	shape = NULL;				/* may be freed from here on */
 
 	/* WHERE: the view's conditions implied, the rest applied over keys */
 	qwhere = conjuncts(q->jointree->quals);
@@ -728,6 +811,14 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 		}
 		kept = lappend(kept, c);
 	}
+
+	/*
+	 * Fewer keys than the view's: combine its rows.  So too without GROUP
+	 * BY when conditions remain (a view without keys has one row, which
+	 * they may filter away; the query still has its one row).
+	 */
+	m->rollup = bms_num_members(keys_used) < list_length(m->keys) ||
+		(q->groupClause == NIL && kept != NIL);
 
 	/* select list, HAVING */
 	ctx.in_where = false;
@@ -835,6 +926,8 @@ rewrite_level(Query *q)
 		if (m->why != NULL)
 			continue;
 		cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
+		if (cat == NULL)
+			continue;
 		rows = OidIsValid(cat->storage_oid) ? MvStorageRows(cat->storage_oid) : 0;
 		if (best == NULL || rows < best_rows)
 		{
@@ -847,7 +940,9 @@ rewrite_level(Query *q)
 
 	/* the view's entry; the source's stays for the rights check */
 	pstate = make_parsestate(NULL);
-	viewrel = try_relation_open(best->viewid, AccessShareLock);
+	if (!ConditionalLockRelationOid(best->viewid, AccessShareLock))
+		return InvalidOid;
+	viewrel = try_relation_open(best->viewid, NoLock);
 	if (viewrel == NULL)
 		return InvalidOid;
 	nsitem = addRangeTableEntryForRelation(pstate, viewrel, AccessShareLock,
@@ -975,7 +1070,7 @@ mvinc_explain_rewrite(PG_FUNCTION_ARGS)
 		if (m->why == NULL)
 		{
 			MvCatalog  *cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
-			double		rows = OidIsValid(cat->storage_oid) ? MvStorageRows(cat->storage_oid) : 0;
+			double		rows = cat && OidIsValid(cat->storage_oid) ? MvStorageRows(cat->storage_oid) : 0;
 
 			if (best == NULL || rows < best_rows)
 			{

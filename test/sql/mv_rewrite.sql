@@ -49,12 +49,12 @@ SELECT rw('SELECT k, g, sum(x), count(*) FROM s WHERE x > 5 GROUP BY k, g');
 SELECT rw('SELECT g, k, max(g), min(y) FROM s WHERE x > 5 GROUP BY g, k ORDER BY k, g LIMIT 5');
 SELECT rw('SELECT k, sum(x) FILTER (WHERE b) FROM s WHERE x > 5 GROUP BY k, g');
 -- roll-up to fewer keys, and to none
-SELECT rw('SELECT k, sum(x) a, count(*) b, count(x) c, min(y) d, max(g) e, bool_and(b) f, sum(f) h FROM s WHERE x > 5 GROUP BY k');
+SELECT rw('SELECT k, sum(x) a, count(*) b, count(x) c, min(y) d, max(g) e, bool_and(b) f FROM s WHERE x > 5 GROUP BY k');
 SELECT rw('SELECT sum(x) a, count(*) b, min(y) c FROM s WHERE x > 5');
 SELECT rw('SELECT sum(x) a, count(*) b, count(x) c, max(g) d FROM s WHERE x > 5 AND k = 42');
 SELECT rw('SELECT g, count(*) FROM s WHERE 5 < x GROUP BY g HAVING count(*) > 10');
 -- avg from a shown sum and count of the same argument
-SELECT rw('SELECT k, avg(x) a, avg(y) b, avg(f) c FROM s WHERE x > 5 GROUP BY k, g');
+SELECT rw('SELECT k, avg(x) a, avg(y) b FROM s WHERE x > 5 GROUP BY k, g');
 SELECT rw('SELECT g, avg(x) a, avg(y) b FROM s WHERE x > 5 GROUP BY g');
 SELECT rw('SELECT avg(x) a, avg(y) b FROM s WHERE x > 5 AND k = 42');
 -- of a NOT NULL column, count(*) is its count
@@ -99,6 +99,46 @@ SELECT rw('SELECT k, sum(x) a, max(ctid::text) b FROM s WHERE x > 5 GROUP BY k')
 SELECT rw('SELECT id % 10, sum(x) FROM s WHERE x > 5 GROUP BY id % 10');
 SELECT rw('SELECT k, sum(x) FROM s WHERE x > 5 GROUP BY ROLLUP (k)');
 SELECT rw('SELECT k, string_agg(g, '','') FROM s WHERE x > 5 GROUP BY k');
+-- floating-point sums depend on the order of addition: not rewritten
+SELECT rw('SELECT k, sum(f) FROM s WHERE x > 5 GROUP BY k');
+SELECT rw('SELECT k, g, avg(f) FROM s WHERE x > 5 GROUP BY k, g');
+-- conditions that leave no row still give the one row of an aggregate
+CREATE TABLE a1 (k int, x int);
+INSERT INTO a1 SELECT i % 3, i FROM generate_series(1, 10) i;
+CREATE MATERIALIZED VIEW va1 WITH (mvinc.incremental = true) AS SELECT count(*) AS n, sum(x) AS sx FROM a1;
+SELECT rw('SELECT count(*) a, sum(x) b FROM a1 WHERE now() < ''2000-01-01''');
+SELECT rw('SELECT count(*) FROM a1 WHERE false');
+SELECT rw('SELECT count(*) a, sum(x) b FROM a1');
+PREPARE d1(bool) AS SELECT count(*) FROM a1 WHERE $1;
+EXECUTE d1(false);
+EXECUTE d1(true);
+-- a view converting values through output functions (settings) is not used
+CREATE TABLE fx (f float8, b bytea, nk numeric);
+INSERT INTO fx VALUES (0.3, 'A', 1.0), (0.30000000000000004, 'B', 1.00), (0.3, 'A', 1.000);
+CREATE MATERIALIZED VIEW vfx WITH (mvinc.incremental = true) AS
+  SELECT f::text AS ft, count(*) AS n FROM fx GROUP BY f::text;
+CREATE MATERIALIZED VIEW vnk WITH (mvinc.incremental = true) AS
+  SELECT nk, nk::text AS nkt, count(*) AS n FROM fx GROUP BY nk;
+SET extra_float_digits = 0;
+SELECT rw('SELECT f::text, count(*) FROM fx GROUP BY f::text');
+RESET extra_float_digits;
+SELECT rw('SELECT nk, count(*) FROM fx WHERE nk::text = ''1.00'' GROUP BY nk');
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT f::text, count(*) FROM fx GROUP BY f::text');
+-- grouping by another equality than the view's
+CREATE TYPE nr AS (v numeric);
+CREATE TABLE c1 (r nr, x int);
+INSERT INTO c1 VALUES (ROW(1.0), 1), (ROW(1.00), 2);
+CREATE MATERIALIZED VIEW vc1 WITH (mvinc.incremental = true) AS SELECT r, count(*) AS n FROM c1 GROUP BY r;
+SELECT rw('SELECT r, count(*) FROM c1 GROUP BY r ORDER BY r USING *<');
+SELECT rw('SELECT r, count(*) FROM c1 GROUP BY r');
+-- min and max of polymorphic types keep their type
+CREATE TYPE colr AS ENUM ('red', 'green');
+CREATE TABLE b1 (k int, g int, c colr, arr int[]);
+INSERT INTO b1 VALUES (1, 1, 'red', '{1}'), (1, 2, 'green', '{2}'), (2, 1, 'green', '{0,1}');
+CREATE MATERIALIZED VIEW vb1 WITH (mvinc.incremental = true) AS
+  SELECT k, g, max(c) AS mc, min(arr) AS ma, count(*) AS n FROM b1 GROUP BY k, g;
+SELECT rw('SELECT k, max(c) a, min(arr) b FROM b1 GROUP BY k');
+SELECT pg_typeof(m), pg_typeof(a) FROM (SELECT k, max(c) m, min(arr) a FROM b1 GROUP BY k) q LIMIT 1;
 SELECT * FROM mvinc.explain_rewrite('SELECT k, sum(x) FROM s WHERE x > 5 GROUP BY k; SELECT 1');
 SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT nk, count(*) FROM s WHERE nk = 1 GROUP BY nk') ORDER BY 1::text;
 SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, avg(x) FROM s GROUP BY k') ORDER BY 1::text;
@@ -142,9 +182,12 @@ END $$;
 SELECT plan_view('EXECUTE p');
 DROP MATERIALIZED VIEW vk;
 SELECT plan_view('EXECUTE p');
+-- turning the rewrite off replans cached plans at once
 SET mvinc.enable_rewrite = off;
 SELECT plan_view('SELECT k, count(*) FROM s WHERE x > 5 GROUP BY k');
+SELECT plan_view('EXECUTE p');
 SET mvinc.enable_rewrite = on;
+SELECT plan_view('EXECUTE p');
 
 -- a view created WITH NO DATA answers once populated
 CREATE MATERIALIZED VIEW vg WITH (mvinc.incremental = true) AS
