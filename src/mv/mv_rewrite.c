@@ -554,6 +554,7 @@ typedef struct ViewShape
 	List	   *shown;
 	List	   *shownatts;
 	List	   *where;
+	Bitmapset  *where_cols;		/* columns its WHERE reads (pull_varattnos) */
 	TupleDesc	desc;
 } ViewShape;
 
@@ -663,6 +664,7 @@ view_shape(Oid viewid)
 		ChangeVarNodes((Node *) shape->where, shape->rti, 1, 0);
 		shape->rti = 1;
 	}
+	pull_varattnos((Node *) shape->where, shape->rti, &shape->where_cols);
 	MemoryContextSwitchTo(old);
 	relation_close(viewrel, AccessShareLock);
 	return shape;
@@ -775,6 +777,21 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 		if (!found)
 		{
 			m->why = "a GROUP BY expression of the query is not a group key of the view";
+			return;
+		}
+	}
+	/*
+	 * The query's WHERE can imply the view's only if it reads every column
+	 * the view's reads (a cheap test before the proof)
+	 */
+	if (shape->where_cols != NULL)
+	{
+		Bitmapset  *qcols = NULL;
+
+		pull_varattnos(q->jointree->quals, srcrti, &qcols);
+		if (!bms_is_subset(shape->where_cols, qcols))
+		{
+			m->why = "the query's WHERE does not imply the view's";
 			return;
 		}
 	}
