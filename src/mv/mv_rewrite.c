@@ -703,7 +703,7 @@ at_rti(ViewShape *shape, void *node, Index rti)
  * Fills m with the rewritten parts, or m->why.
  */
 static void
-match_view(Query *q, Index srcrti, Oid viewid, Match *m)
+match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 {
 	ViewShape  *shape;
 	ListCell   *lc;
@@ -721,12 +721,6 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 	ctx.m = m;
 	ctx.in_where = false;
 
-	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-	{
-		m->why = "the user may not read the view";
-		role_refused = true;
-		return;
-	}
 	shape = view_shape(viewid);
 	if (shape == NULL)
 	{
@@ -786,14 +780,24 @@ match_view(Query *q, Index srcrti, Oid viewid, Match *m)
 	 */
 	if (shape->where_cols != NULL)
 	{
-		Bitmapset  *qcols = NULL;
-
-		pull_varattnos(q->jointree->quals, srcrti, &qcols);
 		if (!bms_is_subset(shape->where_cols, qcols))
 		{
 			m->why = "the query's WHERE does not imply the view's";
 			return;
 		}
+	}
+	/* the rights check may process invalidations: the shape is looked up again */
+	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	{
+		m->why = "the user may not read the view";
+		role_refused = true;
+		return;
+	}
+	shape = view_shape(viewid);
+	if (shape == NULL || shape->why)
+	{
+		m->why = shape ? shape->why : "the view was dropped";
+		return;
 	}
 	m->viewdesc = CreateTupleDescCopy(shape->desc);
 	m->sourceid = shape->sourceid;
@@ -922,6 +926,7 @@ rewrite_level(Query *q)
 	ListCell   *lc;
 	Match	   *best = NULL;
 	double		best_rows = 0;
+	Bitmapset  *qcols = NULL;	/* columns the query's WHERE reads */
 	Relation	viewrel;
 	ParseState *pstate;
 	ParseNamespaceItem *nsitem;
@@ -933,13 +938,14 @@ rewrite_level(Query *q)
 	if (views == NIL)
 		return InvalidOid;
 	views = list_copy(views);	/* invalidations may run while matching */
+	pull_varattnos(q->jointree->quals, rti, &qcols);
 	foreach(lc, views)
 	{
 		Match	   *m = palloc(sizeof(Match));
 		MvCatalog  *cat;
 		double		rows;
 
-		match_view(q, rti, lfirst_oid(lc), m);
+		match_view(q, rti, qcols, lfirst_oid(lc), m);
 		if (m->why != NULL)
 			continue;
 		cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
@@ -1049,6 +1055,7 @@ mvinc_explain_rewrite(PG_FUNCTION_ARGS)
 	Match	   *best = NULL;
 	double		best_rows = 0;
 	List	   *matches = NIL;
+	Bitmapset  *qcols = NULL;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -1078,11 +1085,12 @@ mvinc_explain_rewrite(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
+	pull_varattnos(q->jointree->quals, rti, &qcols);
 	foreach(lc, MvViewsOfSource(source))
 	{
 		Match	   *m = palloc(sizeof(Match));
 
-		match_view(q, rti, lfirst_oid(lc), m);
+		match_view(q, rti, qcols, lfirst_oid(lc), m);
 		matches = lappend(matches, m);
 		if (m->why == NULL)
 		{
