@@ -283,6 +283,31 @@ hybrid_rows_sql(Oid viewid, MvDef *def, MvCatalog *cat, bool finals)
 }
 
 /* Build the analyzed and rewritten read query of a view (cat: its catalog row) */
+/*
+ * Each arm of the read's UNION ALL is a security barrier: a condition of
+ * the reader's that is not leakproof (it may raise an error or show its
+ * argument) runs on the arm's rows, never on the stored, appended or delta
+ * rows below its filters (groups left empty, rows about to be replaced).
+ * Leakproof ones (equality on a key, say) still go down to the indexes.
+ */
+static void
+barrier_arms(Query *q)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind != RTE_SUBQUERY || rte->subquery == NULL)
+			continue;
+		if (rte->subquery->setOperations != NULL)
+			barrier_arms(rte->subquery);
+		else
+			rte->security_barrier = true;
+	}
+}
+
 static Query *
 build_read_query(Oid viewid, MvCatalog *cat)
 {
@@ -342,6 +367,7 @@ build_read_query(Oid viewid, MvCatalog *cat)
 		elog(ERROR, "unexpected rewrite result for incremental view %u", viewid);
 	q = linitial_node(Query, rewritten);
 	set_owner_walker((Node *) q, &owner);
+	barrier_arms(q);
 	return q;
 }
 

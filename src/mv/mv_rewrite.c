@@ -41,6 +41,7 @@
 
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
@@ -69,6 +70,8 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "access/htup_details.h"
 #include "storage/lmgr.h"
 #include "utils/plancache.h"
 #include "utils/syscache.h"
@@ -108,6 +111,7 @@ typedef struct Match
 	List	   *shown;			/* shown non-key exprs, over srcrti */
 	List	   *shownatts;		/* their view columns */
 	bool		rollup;
+	bool		keys_identity;	/* every key's equality is identity */
 	Bitmapset  *cols_used;		/* view columns read, for the rights check */
 	const char *why;			/* why not, or NULL */
 	/* the rewritten parts */
@@ -154,9 +158,14 @@ conjuncts(Node *qual)
  * group's key value holds for every row of the group?
  */
 static bool
-identity_equality(Oid typid, Oid collid)
+identity_equality(Oid typid, int32 typmod, Oid collid)
 {
-	typid = getBaseType(typid);
+	Oid			elem;
+
+	typid = getBaseTypeAndTypmod(typid, &typmod);
+	elem = get_element_type(typid);
+	if (OidIsValid(elem))
+		return identity_equality(elem, typmod, collid);
 	switch (typid)
 	{
 		case INT2OID:
@@ -174,6 +183,9 @@ identity_equality(Oid typid, Oid collid)
 		case VARCHAROID:
 		case NAMEOID:
 			return !OidIsValid(collid) || get_collation_isdeterministic(collid);
+		case NUMERICOID:
+			/* numeric(p, s): every value has scale s, so 1.0 and 1.00 cannot both be */
+			return typmod >= 0;
 		default:
 			return type_is_enum(typid);
 	}
@@ -214,6 +226,25 @@ float_sum(Aggref *agg)
 		}
 	}
 	return false;
+}
+
+/*
+ * min or max of a type whose equal values can differ (numeric 1.0 and
+ * 1.00, -0 and 0, 'a' and 'A' under a nondeterministic collation): which
+ * one it returns depends on the order rows and states were combined in
+ */
+static bool
+picks_among_equals(Aggref *agg)
+{
+	char	   *name = get_func_name(agg->aggfnoid);
+	Node	   *arg;
+
+	if (strcmp(name, "min") != 0 && strcmp(name, "max") != 0)
+		return false;
+	/* the argument's typmod: min of a numeric(p, s) column is of scale s */
+	arg = list_length(agg->args) == 1 ?
+		(Node *) ((TargetEntry *) linitial(agg->args))->expr : NULL;
+	return !identity_equality(agg->aggtype, arg ? exprTypmod(arg) : -1, agg->aggcollid);
 }
 
 /* A plain aggregate call fn(arg) returning restype, collations assigned */
@@ -320,7 +351,11 @@ shown_agg(Match *m, Aggref *agg)
 	return 0;
 }
 
-/* Is column attnum of relid declared NOT NULL? */
+/*
+ * Is column attnum of relid declared NOT NULL, and was it so for every row
+ * the query's snapshot sees?  Under a transaction snapshot the constraint
+ * counts only when the catalog row saying so was committed before it.
+ */
 static bool
 column_not_null(Oid relid, AttrNumber attnum)
 {
@@ -330,6 +365,15 @@ column_not_null(Oid relid, AttrNumber attnum)
 	if (HeapTupleIsValid(tup))
 	{
 		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+		if (notnull && IsolationUsesXactSnapshot() &&
+			!HeapTupleHeaderXminFrozen(tup->t_data))
+		{
+			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+			notnull = TransactionIdIsNormal(xmin) &&
+				!TransactionIdIsCurrentTransactionId(xmin) &&
+				!XidInMVCCSnapshot(xmin, GetTransactionSnapshot());
+		}
 		ReleaseSysCache(tup);
 	}
 	return notnull;
@@ -421,7 +465,8 @@ map_mutator(Node *node, MapCtx *ctx)
 	if (node == NULL || m->why != NULL)
 		return NULL;
 	/* one of the view's expressions over aggregates, as it is */
-	if (!m->rollup && !ctx->in_where && !IsA(node, Var) && !IsA(node, Const))
+	if (!m->rollup && !ctx->in_where && m->keys_identity &&
+		!IsA(node, Var) && !IsA(node, Const))
 	{
 		forboth(lc, m->shown, la, m->shownatts)
 			if (!IsA(lfirst(lc), Aggref) && equal(lfirst(lc), node))
@@ -436,8 +481,13 @@ map_mutator(Node *node, MapCtx *ctx)
 		if (lfirst_int(la) == 0)
 			return fail(ctx, "it uses a group key the view does not show");
 		att = TupleDescAttr(m->viewdesc, lfirst_int(la) - 1);
-		if (ctx->in_where && !identity_equality(att->atttypid, att->attcollation))
-			return fail(ctx, psprintf("a condition of its WHERE is on group key \"%s\" of type %s, whose equal values can differ",
+		/*
+		 * The view keeps one value per group: the query may use it (show,
+		 * test, compute with it) only when equal values are identical,
+		 * else it could tell apart rows the view grouped together
+		 */
+		if (!identity_equality(att->atttypid, att->atttypmod, att->attcollation))
+			return fail(ctx, psprintf("it uses group key \"%s\" of type %s, whose equal values can differ",
 									  NameStr(att->attname), format_type_be(att->atttypid)));
 		return view_var(m, lfirst_int(la));
 	}
@@ -453,6 +503,9 @@ map_mutator(Node *node, MapCtx *ctx)
 			return fail(ctx, "an aggregate in WHERE");
 		if (float_sum(agg))
 			return fail(ctx, "a sum or average of floating-point values depends on the order of addition");
+		if (picks_among_equals(agg))
+			return fail(ctx, psprintf("%s of type %s picks one of equal values that can differ",
+									  get_func_name(agg->aggfnoid), format_type_be(agg->aggtype)));
 		att = shown_agg(m, agg);
 		if (att != 0 && (out = combine(m, agg, att)) != NULL)
 			return out;
@@ -786,12 +839,27 @@ match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 			return;
 		}
 	}
-	/* the rights check may process invalidations: the shape is looked up again */
+	/*
+	 * Only views the user may read, owned by the table's owner or by a role
+	 * whose rights the user has: another reader's view must not answer (or
+	 * break, or stall) the queries of the table's owner.  The rights check
+	 * may process invalidations: the shape is looked up again.
+	 */
 	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 	{
 		m->why = "the user may not read the view";
 		role_refused = true;
 		return;
+	}
+	{
+		Oid			owner = MvRelOwner(viewid);
+
+		if (owner != MvRelOwner(srte->relid) && !has_privs_of_role(GetUserId(), owner))
+		{
+			m->why = "the view's owner is neither the table's owner nor a role whose rights the user has";
+			role_refused = true;
+			return;
+		}
 	}
 	shape = view_shape(viewid);
 	if (shape == NULL || shape->why)
@@ -807,6 +875,11 @@ match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 	m->shownatts = list_copy(shape->shownatts);
 	vwhere = at_rti(shape, shape->where, srcrti);
 	shape = NULL;				/* may be freed from here on */
+	m->keys_identity = true;
+	foreach(lc, m->keys)
+		if (!identity_equality(exprType(lfirst(lc)), exprTypmod(lfirst(lc)),
+							   exprCollation(lfirst(lc))))
+			m->keys_identity = false;
 
 	/* WHERE: the view's conditions implied, the rest applied over keys */
 	qwhere = conjuncts(q->jointree->quals);
