@@ -988,29 +988,19 @@ views_of_source(Oid relid)
 	return entry->views;
 }
 
-/* Rewrite query level q onto the view that answers it best, if any */
-static Oid
-rewrite_level(Query *q)
+/*
+ * Match query level q (reading its table at rti) against views; returns
+ * the one that answers with the fewest stored rows, or NULL, and each
+ * view's Match in *matches when asked
+ */
+static Match *
+best_match(Query *q, Index rti, List *views, List **matches)
 {
-	Index		rti;
-	const char *why;
-	Oid			source = qualifying_source(q, &rti, &why);
-	List	   *views;
-	ListCell   *lc;
+	Bitmapset  *qcols = NULL;	/* columns the query's WHERE reads */
 	Match	   *best = NULL;
 	double		best_rows = 0;
-	Bitmapset  *qcols = NULL;	/* columns the query's WHERE reads */
-	Relation	viewrel;
-	ParseState *pstate;
-	ParseNamespaceItem *nsitem;
-	RangeTblRef *ref;
+	ListCell   *lc;
 
-	if (!OidIsValid(source))
-		return InvalidOid;
-	views = views_of_source(source);
-	if (views == NIL)
-		return InvalidOid;
-	views = list_copy(views);	/* invalidations may run while matching */
 	pull_varattnos(q->jointree->quals, rti, &qcols);
 	foreach(lc, views)
 	{
@@ -1019,6 +1009,8 @@ rewrite_level(Query *q)
 		double		rows;
 
 		match_view(q, rti, qcols, lfirst_oid(lc), m);
+		if (matches)
+			*matches = lappend(*matches, m);
 		if (m->why != NULL)
 			continue;
 		cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
@@ -1031,6 +1023,30 @@ rewrite_level(Query *q)
 			best_rows = rows;
 		}
 	}
+	return best;
+}
+
+/* Rewrite query level q onto the view that answers it best, if any */
+static Oid
+rewrite_level(Query *q)
+{
+	Index		rti;
+	const char *why;
+	Oid			source = qualifying_source(q, &rti, &why);
+	List	   *views;
+	Match	   *best;
+	Relation	viewrel;
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	RangeTblRef *ref;
+
+	if (!OidIsValid(source))
+		return InvalidOid;
+	views = views_of_source(source);
+	if (views == NIL)
+		return InvalidOid;
+	/* a copy: invalidations may run while matching */
+	best = best_match(q, rti, list_copy(views), NULL);
 	if (best == NULL)
 		return InvalidOid;
 
@@ -1125,10 +1141,8 @@ mvinc_explain_rewrite(PG_FUNCTION_ARGS)
 	Index		rti;
 	const char *why;
 	Oid			source;
-	Match	   *best = NULL;
-	double		best_rows = 0;
+	Match	   *best;
 	List	   *matches = NIL;
-	Bitmapset  *qcols = NULL;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -1158,25 +1172,7 @@ mvinc_explain_rewrite(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		return (Datum) 0;
 	}
-	pull_varattnos(q->jointree->quals, rti, &qcols);
-	foreach(lc, MvViewsOfSource(source))
-	{
-		Match	   *m = palloc(sizeof(Match));
-
-		match_view(q, rti, qcols, lfirst_oid(lc), m);
-		matches = lappend(matches, m);
-		if (m->why == NULL)
-		{
-			MvCatalog  *cat = MvCatalogLookup(m->viewid, MV_LOOKUP_NEW);
-			double		rows = cat && OidIsValid(cat->storage_oid) ? MvStorageRows(cat->storage_oid) : 0;
-
-			if (best == NULL || rows < best_rows)
-			{
-				best = m;
-				best_rows = rows;
-			}
-		}
-	}
+	best = best_match(q, rti, MvViewsOfSource(source), &matches);
 	if (!mvinc_enable_rewrite)
 		best = NULL;
 	foreach(lc, matches)
