@@ -522,8 +522,9 @@ history_read_query(Oid viewid, RangeTblEntry *orig)
 static bool
 redirect_rte(RangeTblEntry *rte)
 {
-	Query	   *sub = MvIsHistoryView(rte->relid) ? history_read_query(rte->relid, rte)
-		: read_query(rte->relid, rte);
+	Oid			viewid = rte->relid;
+	bool		history = MvIsHistoryView(viewid);
+	Query	   *sub = history ? history_read_query(viewid, rte) : read_query(viewid, rte);
 
 	if (sub == NULL)
 		return false;
@@ -541,7 +542,14 @@ redirect_rte(RangeTblEntry *rte)
 	rte->insertedCols = NULL;
 	rte->updatedCols = NULL;
 	rte->extraUpdatedCols = NULL;
-	rte->security_barrier = false;
+
+	/*
+	 * A native matview does not store the groups its HAVING hides; here
+	 * they are filtered at read time, so the reader's conditions that are
+	 * not leakproof must run above that filter (leakproof ones still go
+	 * down).
+	 */
+	rte->security_barrier = !history && MvDefForView(viewid)->having != NULL;
 	return true;
 }
 
