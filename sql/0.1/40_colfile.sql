@@ -84,6 +84,54 @@ CREATE TABLE mvinc.colfile_colfile (
 CREATE UNIQUE INDEX colfile_colfile_key
     ON mvinc.colfile_colfile (relfilenode, first_block, seq);
 
+-- Compaction thresholds per table (NULL: the GUC's value), set with
+-- mvinc.colfile_set_compaction; a row goes with its table.
+CREATE TABLE mvinc.colfile_settings (
+    relid oid PRIMARY KEY,
+    dead_fraction float8 CHECK (dead_fraction BETWEEN 0 AND 1),
+    file_fraction float8 CHECK (file_fraction >= 0)
+);
+CREATE VIEW mvinc.colfile_compaction_settings AS
+    SELECT s.relid::regclass AS "table",
+           coalesce(s.dead_fraction,
+                    pg_catalog.current_setting('mvinc.colfile_compact_dead_fraction')::float8) AS dead_fraction,
+           coalesce(s.file_fraction,
+                    pg_catalog.current_setting('mvinc.colfile_compact_file_fraction')::float8) AS file_fraction
+      FROM mvinc.colfile_settings s;
+GRANT SELECT ON mvinc.colfile_compaction_settings TO PUBLIC;
+
+CREATE FUNCTION mvinc.colfile_set_compaction(rel regclass,
+    dead_fraction float8 DEFAULT NULL, file_fraction float8 DEFAULT NULL)
+    RETURNS void
+    LANGUAGE c CALLED ON NULL INPUT
+    AS 'MODULE_PATHNAME', 'colfile_set_compaction';
+
+-- Online compaction: rewrite the row groups that pass the table's
+-- thresholds (or the ones named, whatever their shares), rows keeping
+-- their TIDs, under SHARE UPDATE EXCLUSIVE (as VACUUM).
+CREATE FUNCTION mvinc.colfile_compact(rel regclass,
+    OUT groups_rewritten bigint, OUT groups_written bigint,
+    OUT column_files_folded bigint, OUT rows_written bigint,
+    OUT rows_dropped bigint)
+    RETURNS record
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'colfile_compact';
+CREATE FUNCTION mvinc.colfile_compact(rel regclass, VARIADIC row_groups bigint[],
+    OUT groups_rewritten bigint, OUT groups_written bigint,
+    OUT column_files_folded bigint, OUT rows_written bigint,
+    OUT rows_dropped bigint)
+    RETURNS record
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'colfile_compact';
+
+-- The row groups a snapshot sees: row_group names one for colfile_compact
+CREATE FUNCTION mvinc.colfile_row_groups(rel regclass,
+    OUT row_group bigint, OUT rows integer, OUT deleted_rows integer,
+    OUT bytes bigint, OUT column_files integer, OUT column_file_bytes bigint)
+    RETURNS SETOF record
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'colfile_row_groups';
+
 CREATE FUNCTION mvinc.colfile_stats(rel regclass,
     OUT row_groups bigint, OUT live_rows bigint, OUT deleted_rows bigint,
     OUT locked_rows bigint, OUT column_files bigint, OUT delete_files bigint,

@@ -530,6 +530,10 @@ extern bool ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *r
 									   TransactionId oldest_xmin);
 extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
 									TransactionId oldest_xmin);
+extern bool ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
+									  TransactionId oldest_xmin, List **files,
+									  List **tids, int64 *bytes);
+extern void ColfileDeleteColumnFileTuples(List *tids);
 extern bool ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
 										TransactionId oldest_xmin);
 extern void ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);
@@ -537,8 +541,41 @@ extern bool ColfileColumnFilesRecent(Relation rel, Bitmapset *attrs,
 									 TransactionId oldest_xmin);
 
 /* colfile_compact.c */
-extern int64 ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
-							ColfileRowDead dead, void *arg);
+
+/* When a compaction rewrites a row group (per table: colfile_settings.c) */
+typedef struct ColfileCompactRules
+{
+	double		dead_fraction;	/* of its rows dead to everybody */
+	double		file_fraction;	/* its column files' bytes, of its own */
+	int64	   *only;			/* NULL, or the first blocks of the groups to
+								 * compact whatever their shares */
+	int			nonly;
+} ColfileCompactRules;
+
+/* What a compaction did */
+typedef struct ColfileCompactResult
+{
+	int64		groups_rewritten;	/* replaced by rewrites */
+	int64		groups_written;		/* written by them */
+	int64		files_folded;		/* column files folded into rewrites */
+	int64		rows_written;
+	int64		rows_dropped;		/* dead to everybody, left out */
+	int64		groups_vectored;	/* delete vectors and file merges */
+} ColfileCompactResult;
+
+extern bool ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
+						   ColfileRowDead dead, void *arg,
+						   const ColfileCompactRules *rules,
+						   ColfileCompactResult *result);
+
+/* colfile_vacuum.c: compaction on demand */
+extern bool ColfileCompactNow(Relation rel, const ColfileCompactRules *rules,
+							  ColfileCompactResult *res);
+
+/* colfile_admin.c */
+extern double colfile_compact_file_fraction;
+extern void ColfileCompactRulesFor(Relation rel, ColfileCompactRules *rules);
+extern void ColfileForgetSettings(Oid relid);
 
 /* colfile_projection.c */
 extern void ColfileProjectionInit(void);

@@ -137,6 +137,85 @@ recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
 }
 
 /*
+ * The column files of row group rg, oldest first, when every snapshot sees
+ * them all (committed before oldest_xmin): *files gets them (ColfileColumnFile,
+ * from the per-backend file cache), *tids their tuples' TIDs, *bytes their
+ * bytes. False, and nothing listed, when one is not that old yet.
+ */
+bool
+ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
+						  TransactionId oldest_xmin, List **files, List **tids,
+						  int64 *bytes)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+	bool		settled = true;
+
+	*files = NIL;
+	*tids = NIL;
+	*bytes = 0;
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, AccessShareLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(rel->rd_node.relNode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(rg->first_block));
+	scan = systable_beginscan_ordered(meta, index_open(ids.colfile_idx, AccessShareLock),
+									  SnapshotAny, 2, key);
+	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		ColfileColumnFile *f;
+		ItemPointer self;
+
+		if (ColfileFileTupleGone(tup->t_data))
+			continue;
+		if (!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin))
+		{
+			settled = false;
+			break;
+		}
+		f = ColfileFileFromTuple(meta, tup);
+		*files = lappend(*files, f);
+		*bytes += f->rg.data_length;
+		self = palloc(sizeof(ItemPointerData));
+		*self = tup->t_self;
+		*tids = lappend(*tids, self);
+	}
+	index_close(scan->irel, AccessShareLock);
+	systable_endscan_ordered(scan);
+	table_close(meta, AccessShareLock);
+	if (!settled)
+	{
+		*files = NIL;
+		*tids = NIL;
+		*bytes = 0;
+	}
+	return settled;
+}
+
+/* Delete the column file tuples at tids (ColfileSettledColumnFiles) */
+void
+ColfileDeleteColumnFileTuples(List *tids)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	ListCell   *lc;
+
+	if (tids == NIL)
+		return;
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.colfile, RowExclusiveLock);
+	foreach(lc, tids)
+		simple_heap_delete(meta, (ItemPointer) lfirst(lc));
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
  * VACUUM: merge the column files of row group rg into one when there are
  * two or more and every snapshot sees them all (written before oldest_xmin):
  * the new file holds, for every position and column any of them holds, the
@@ -151,46 +230,14 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 {
 	Oid			relfilenode = rel->rd_node.relNode;
 	TupleDesc	desc = RelationGetDescr(rel);
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[2];
-	HeapTuple	tup;
-	List	   *files = NIL;
-	List	   *selves = NIL;
-	bool		all_visible = true;
+	List	   *files;
+	List	   *selves;
+	int64		bytes;
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext work;
 
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(rg->first_block));
-	scan = systable_beginscan_ordered(meta, index_open(ids.colfile_idx, AccessShareLock),
-									  SnapshotAny, 2, key);
-	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
-	{
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-		ItemPointer self;
-
-		if (ColfileFileTupleGone(tup->t_data))
-			continue;
-		if (!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin))
-		{
-			all_visible = false;
-			break;
-		}
-		files = lappend(files, ColfileFileFromTuple(meta, tup));
-		self = palloc(sizeof(ItemPointerData));
-		*self = tup->t_self;
-		selves = lappend(selves, self);
-	}
-	index_close(scan->irel, AccessShareLock);
-	systable_endscan_ordered(scan);
-	table_close(meta, AccessShareLock);
-	if (!all_visible || list_length(files) < 2 ||
+	if (!ColfileSettledColumnFiles(rel, rg, oldest_xmin, &files, &selves, &bytes) ||
+		list_length(files) < 2 ||
 		recent_column_updates(relfilenode, rg, oldest_xmin))
 		return false;
 
@@ -251,11 +298,7 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 		}
 		if (fc.nattrs > 0 && fc.n > 0)
 			ColfileWriteColumnFile(rel, &fc);
-		meta = table_open(ids.colfile, RowExclusiveLock);
-		foreach(lc, selves)
-			simple_heap_delete(meta, (ItemPointer) lfirst(lc));
-		table_close(meta, RowExclusiveLock);
-		CommandCounterIncrement();
+		ColfileDeleteColumnFileTuples(selves);
 		MemoryContextSwitchTo(old);
 	}
 	MemoryContextDelete(work);

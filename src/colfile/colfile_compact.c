@@ -44,11 +44,15 @@
 #include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
+#include "colfile/colfile_column_int.h"
 
 typedef struct CompactSource
 {
 	ColfileRowGroup *rg;
 	int			nlive;			/* rows not dead to everybody */
+	List	   *files;			/* its column files, oldest first */
+	List	   *file_tids;		/* their tuples */
+	int64		file_bytes;
 } CompactSource;
 
 typedef struct Compactor
@@ -56,9 +60,8 @@ typedef struct Compactor
 	Relation	rel;
 	ColfileRowDead dead;
 	void	   *arg;
-	int64		rows_written;
-	int64		groups_replaced;
-	int64		groups_folded;
+	const ColfileCompactRules *rules;
+	ColfileCompactResult res;
 	TransactionId oldest_xmin;	/* VACUUM's horizon */
 	List	   *touched;		/* groups rewritten or whose files merged */
 	MemoryContext cxt;
@@ -118,7 +121,11 @@ with_ext(bytea *dir, const char *rowids, int nrowids, const uint8 *dead,
 	return out;
 }
 
-/* Rewrite the sources (consecutive, oldest TIDs first) into one group */
+/*
+ * Rewrite the sources (consecutive, oldest TIDs first) into one group, each
+ * source's column files folded in: the values are read through them, and
+ * the files go with their groups (the new group's positions are its own).
+ */
 static void
 rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 {
@@ -148,6 +155,17 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 		ColfileGroupCache *gc = ColfileLoadGroup(rel, rg, cxt);
 		int			pos;
 
+		if (src[i].files != NIL)
+		{
+			ColfileColumnFile **arr = palloc(sizeof(ColfileColumnFile *) * list_length(src[i].files));
+			ListCell   *lc;
+			int			k = 0;
+
+			foreach(lc, src[i].files)
+				arr[k++] = lfirst(lc);
+			ColfileGroupSetFiles(gc, arr, k);
+		}
+
 		for (pos = 0; pos < rg->nrows; pos++)
 		{
 			ItemPointerData tid;
@@ -155,7 +173,11 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 			CHECK_FOR_INTERRUPTS();
 			ColfileGroupTid(rg, pos, &tid);
 			if (row_dead(c, rg, pos, &tid))
+			{
+				if (!ColfileGroupRowGone(rg, pos))
+					c->res.rows_dropped++;
 				continue;
+			}
 			Assert(n < total);
 			ColfileFillSlot(rel, gc, pos, slot, NULL);
 			slot_getallattrs(slot);
@@ -197,13 +219,18 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 	}
 	/* the left-out rows' deletion and lock records go with them */
 	for (i = 0; i < nsrc; i++)
+	{
 		ColfileDeleteRowStatesWhere(rel->rd_node.relNode, src[i].rg, c->dead, c->arg);
+		ColfileDeleteColumnFileTuples(src[i].file_tids);
+		c->res.files_folded += list_length(src[i].files);
+	}
 
 	/* consumed: the delete-vector pass leaves these alone */
 	for (i = 0; i < nsrc; i++)
 		src[i].rg->nrows = 0;
-	c->rows_written += n;
-	c->groups_replaced += nsrc;
+	c->res.rows_written += n;
+	c->res.groups_rewritten += nsrc;
+	c->res.groups_written += n > 0 ? 1 : 0;
 	ExecDropSingleTupleTableSlot(slot);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
@@ -250,7 +277,7 @@ fold_deletions(Compactor *c, ColfileRowGroup *rg)
 	/* same rows at the same positions: column files stay bound (by first_block) */
 	ColfileReplaceRowGroups(c->rel, list_make1(rg), &repl);
 	ColfileDeleteRowStatesWhere(c->rel->rd_node.relNode, rg, c->dead, c->arg);
-	c->groups_folded++;
+	c->res.groups_vectored++;
 	pfree(repl.directory);
 	pfree(bits);
 }
@@ -275,12 +302,41 @@ rewrite_and_remember(Compactor *c, CompactSource *src, int nsrc, int total)
 	rewrite(c, src, nsrc, total);
 }
 
-/* Rewrite a batch when that merges groups or drops enough dead rows */
+/* Was this group named by the caller (or were none named)? */
+static bool
+group_named(Compactor *c, const ColfileRowGroup *rg)
+{
+	if (c->rules->only == NULL)
+		return true;
+	for (int i = 0; i < c->rules->nonly; i++)
+		if (c->rules->only[i] == rg->first_block)
+			return true;
+	return false;
+}
+
+/*
+ * Rewrite a batch when that merges groups, drops enough dead rows, or folds
+ * enough column file bytes (the rules); a named group whenever it has dead
+ * rows or files.
+ */
 static void
 finish_batch(Compactor *c, CompactSource *batch, int nbatch, int live, int rows)
 {
-	if (nbatch >= 2 ||
-		(rows > live && (rows - live) >= colfile_compact_dead_fraction * rows))
+	const ColfileCompactRules *rules = c->rules;
+	bool		rewrite_it = nbatch >= 2;
+
+	if (nbatch == 1)
+	{
+		CompactSource *s = &batch[0];
+
+		if (rows > live && (rows - live) >= rules->dead_fraction * rows)
+			rewrite_it = true;
+		if (s->files != NIL && s->file_bytes >= rules->file_fraction * s->rg->data_length)
+			rewrite_it = true;
+		if (rules->only != NULL && (rows > live || s->files != NIL))
+			rewrite_it = true;
+	}
+	if (rewrite_it)
 		rewrite_and_remember(c, batch, nbatch, live);
 }
 
@@ -289,14 +345,16 @@ static void compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin
 
 /*
  * Compact the row groups of rel (VACUUM, after index cleanup and after
- * dropping groups whose rows are all dead). dead(arg, tid) says whether a
- * row is dead to everybody; oldest_xmin is VACUUM's horizon; only groups
- * below TID block limit (ColfileMarkLimit; 0: none yet) are merged. Returns
- * the number of row groups replaced.
+ * dropping groups whose rows are all dead; or mvinc.colfile_compact).
+ * dead(arg, tid) says whether a row is dead to everybody; oldest_xmin is
+ * the horizon; only groups below TID block limit (ColfileMarkLimit; 0: none
+ * yet) are merged or rewritten. False when it backed off (an update in
+ * place met a group it rewrote): nothing is changed then.
  */
-int64
+bool
 ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
-			   ColfileRowDead dead, void *arg)
+			   ColfileRowDead dead, void *arg, const ColfileCompactRules *rules,
+			   ColfileCompactResult *result)
 {
 	Compactor	c;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -306,8 +364,10 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	c.rel = rel;
 	c.dead = dead;
 	c.arg = arg;
+	c.rules = rules;
 	c.oldest_xmin = oldest_xmin;
 	c.cxt = CurrentMemoryContext;
+	memset(result, 0, sizeof(*result));
 
 	/*
 	 * All of it in one subtransaction, kept only if no group it rewrote or
@@ -346,19 +406,21 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(c.cxt);
 			CurrentResourceOwner = owner;
-			return 0;
+			return false;
 		}
 	}
 	ReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(c.cxt);
 	CurrentResourceOwner = owner;
-	return c.groups_replaced + c.groups_folded;
+	*result = c.res;
+	return true;
 }
 
 /* ColfileCompact's work, in its subtransaction */
 static void
 compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limit)
 {
+	Oid			relfilenode = rel->rd_node.relNode;
 	List	   *groups;
 	ListCell   *lc;
 	CompactSource *batch;
@@ -367,7 +429,7 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 				batch_rows = 0,
 				cap = Max(colfile_rows_per_group, 1);
 
-	groups = ColfileListRowGroups(rel->rd_node.relNode, SnapshotAny);
+	groups = ColfileListRowGroups(relfilenode, SnapshotAny);
 	batch = palloc(sizeof(CompactSource) * (list_length(groups) + 1));
 
 	/*
@@ -375,23 +437,29 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 	 * groups (under a quarter of cap live rows) up to cap live rows; a
 	 * larger group is a batch of its own. A batch is rewritten when it
 	 * merges two or more groups, or when its only group has enough dead
-	 * rows. (Merging only small groups bounds how often a row is
-	 * rewritten: a merged group of a quarter of cap rows or more is left
-	 * alone until its rows die.)
+	 * rows or column file bytes. (Merging only small groups bounds how
+	 * often a row is rewritten: a merged group of a quarter of cap rows or
+	 * more is left alone until its rows die or its columns are updated.)
+	 * A group whose column files some snapshot may not see yet, or whose
+	 * rows a running transaction may be updating in place, stays as it is.
 	 */
 	foreach(lc, groups)
 	{
 		ColfileRowGroup *rg = lfirst(lc);
 		bool		mergeable;
 		int			nlive = 0;
+		List	   *files = NIL;
+		List	   *file_tids = NIL;
+		int64		file_bytes = 0;
 
-		/* a group with column files keeps its rows where they are */
 		mergeable = rg->nrows > 0 &&
+			group_named(c, rg) &&
 			ColfileGroupLastBlock(rg) < limit &&
 			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
 			TransactionIdPrecedes(rg->xmin, oldest_xmin) &&
 			TransactionIdDidCommit(rg->xmin) &&
-			!ColfileGroupUpdatedInPlace(rel->rd_node.relNode, rg, oldest_xmin);
+			!ColfileGroupRecentlyUpdated(relfilenode, rg, oldest_xmin) &&
+			ColfileSettledColumnFiles(rel, rg, oldest_xmin, &files, &file_tids, &file_bytes);
 		if (mergeable)
 			nlive = live_rows(c, rg);
 		if (nbatch > 0 &&
@@ -402,15 +470,16 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 		}
 		if (!mergeable)
 			continue;
-		if (nlive * 4 >= cap)
-		{
-			batch[0].rg = rg;
-			batch[0].nlive = nlive;
-			finish_batch(c, batch, 1, nlive, rg->nrows);
-			continue;
-		}
 		batch[nbatch].rg = rg;
 		batch[nbatch].nlive = nlive;
+		batch[nbatch].files = files;
+		batch[nbatch].file_tids = file_tids;
+		batch[nbatch].file_bytes = file_bytes;
+		if (nlive * 4 >= cap)
+		{
+			finish_batch(c, &batch[nbatch], 1, nlive, rg->nrows);
+			continue;
+		}
 		nbatch++;
 		batch_live += nlive;
 		batch_rows += rg->nrows;
@@ -420,13 +489,15 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 
 	/*
 	 * The groups left as they are get their newly dead rows in their delete
-	 * vectors. (Not limited by the mark: the TID range does not change.)
+	 * vectors, and their settled column files merged into one. (Not
+	 * limited by the mark: the TID range does not change.)
 	 */
 	foreach(lc, groups)
 	{
 		ColfileRowGroup *rg = lfirst(lc);
 
 		if (rg->nrows > 0 &&
+			group_named(c, rg) &&
 			!TransactionIdIsCurrentTransactionId(rg->xmin) &&
 			TransactionIdDidCommit(rg->xmin))
 		{
@@ -439,7 +510,7 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 				*copy = *rg;
 				c->touched = lappend(c->touched, copy);
 				MemoryContextSwitchTo(old);
-				c->groups_folded++;
+				c->res.groups_vectored++;
 			}
 		}
 	}

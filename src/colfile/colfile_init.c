@@ -81,6 +81,7 @@ colfile_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 			Oid			nsp = get_namespace_oid("mvinc", true);
 
 			ColfileDiscardRel(objectId);
+			ColfileForgetSettings(objectId);
 			if (OidIsValid(nsp) &&
 				OidIsValid(get_relname_relid("colfile_rowgroup", nsp)) &&
 				OidIsValid(get_relname_relid("colfile_rowstate", nsp)) &&
@@ -122,6 +123,14 @@ MvincColfileInit(void)
 							 "VACUUM rewrites a row group without its rows dead to everybody once they are at least this share of its rows (0 rewrites at any dead row, 1 never); small row groups are merged regardless.",
 							 &colfile_compact_dead_fraction,
 							 0.3, 0.0, 1.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("mvinc.colfile_compact_file_fraction",
+							 "Size of a colfile row group's column files, as a share of its own, at which VACUUM folds them into it.",
+							 "VACUUM rewrites a row group with the values of its column files (written by UPDATEs in place, all seen by every snapshot) once their bytes reach this share of the group's; below it they are merged into one file.",
+							 &colfile_compact_file_fraction,
+							 0.25, 0.0, 1000.0,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -837,7 +837,14 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 		else
 			dead += ndead;
 	}
-	(void) ColfileCompact(rel, oldest_xmin, vs.limit, row_dead_to_all, vs.fates);
+	{
+		ColfileCompactRules rules;
+		ColfileCompactResult res;
+
+		ColfileCompactRulesFor(rel, &rules);
+		(void) ColfileCompact(rel, oldest_xmin, vs.limit, row_dead_to_all, vs.fates,
+							  &rules, &res);
+	}
 	(void) ColfilePruneRowStates(relfilenode, oldest_xmin);
 	ColfilePruneReservations(relfilenode);
 	prune_group_tuples(relfilenode);
@@ -850,6 +857,36 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 						NULL, NULL, false);
 	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
 						 live, dead);
+}
+
+/*
+ * mvinc.colfile_compact: the compaction part of VACUUM, in the caller's
+ * transaction. The index entries of the dead rows it leaves out stay until
+ * the next VACUUM, which finds their TIDs in no row group (lookups already
+ * find nothing there). False when it backed off (colfile_compact.c).
+ */
+bool
+ColfileCompactNow(Relation rel, const ColfileCompactRules *rules,
+				  ColfileCompactResult *res)
+{
+	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+	HTAB	   *fates;
+	bool		done;
+
+	ColfileFlushAllForRead(RelationGetRelid(rel));
+	fates = build_fates(rel->rd_node.relNode, oldest_xmin);
+	done = ColfileCompact(rel, oldest_xmin, ColfileMarkLimit(rel, oldest_xmin),
+						  row_dead_to_all, fates, rules, res);
+
+	/*
+	 * A finished writer's TID reservation inside a merged range would sort
+	 * before the compacted group in a lookup of its block (it names the
+	 * reserved first block): gone with the merge, as in VACUUM.
+	 */
+	ColfilePruneReservations(rel->rd_node.relNode);
+	ColfileSetMark(rel, oldest_xmin);
+	hash_destroy(fates);
+	return done;
 }
 
 /* Buffer one row read from the old storage into the new one */

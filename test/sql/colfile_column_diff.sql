@@ -184,6 +184,30 @@ SELECT what, count(*) > 0 AS happened FROM cd_log GROUP BY what ORDER BY what;
 SELECT (SELECT count(*) FROM mvinc.colfile_colfile
         WHERE relfilenode = pg_relation_filenode('cd_c')) > 20 AS column_files_written;
 SELECT * FROM mvinc.colfile_check('cd_c');
+-- compaction folds every settled column file into its group (thresholds
+-- at 0), on demand and then by VACUUM, and the runs go on over the result.
+-- It runs until no file is left (the first call sets its horizon; another
+-- database's capture may hold it).
+SELECT mvinc.colfile_set_compaction('cd_c', dead_fraction => 0, file_fraction => 0);
+\set ECHO none
+\o /dev/null
+SELECT 'SELECT mvinc.colfile_compact(''cd_c'')',
+       'SELECT pg_sleep(0.2) FROM mvinc.colfile_row_groups(''cd_c'') HAVING sum(column_files) > 0'
+FROM generate_series(1, 50) \gexec
+\o
+\set ECHO all
+SELECT count(*) AS groups_with_files FROM mvinc.colfile_row_groups('cd_c') WHERE column_files > 0;
+SELECT count(*) AS column_files FROM mvinc.colfile_colfile WHERE relfilenode = pg_relation_filenode('cd_c');
+SELECT cd_compare(0, 'compacted');
+SELECT * FROM mvinc.colfile_check('cd_c');
+CALL cd_run(0.44, 100);
+VACUUM cd_c;
+SELECT cd_compare(0, 'vacuum folded');
+SELECT * FROM mvinc.colfile_check('cd_c');
+CALL cd_run(0.55, 50);
+SELECT * FROM mvinc.colfile_compact('cd_c') WHERE false;
+SELECT cd_compare(0, 'compacted again');
+SELECT * FROM mvinc.colfile_check('cd_c');
 -- VACUUM FULL folds the column files into new row groups
 VACUUM FULL cd_c;
 SELECT count(*) FROM mvinc.colfile_colfile WHERE relfilenode = pg_relation_filenode('cd_c');
