@@ -525,9 +525,6 @@ extern void ColfileOverlayChunk(Relation rel, ColfileGroupCache *gc, int a,
 								ColfileDecoded *d, TupleDesc sdesc);
 extern ColfileDecoded *ColfileDecodeColumn(Relation rel, ColfileGroupCache *gc, int a,
 										   TupleDesc sdesc);
-extern bool ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg);
-extern bool ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
-									   TransactionId oldest_xmin);
 extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
 									TransactionId oldest_xmin);
 extern bool ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,

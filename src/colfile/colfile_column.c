@@ -450,10 +450,11 @@ same_attnums(ColumnBuffer *b, Bitmapset *changed)
 
 /*
  * A column file binds to its row group by first_block, positions counting
- * the group's rows. VACUUM never merges or rewrites a group that has column
- * files or rows being updated in place (ColfileGroupUpdatedInPlace, checked
- * again after the rewrite, before it is kept), and a delete vector keeps
- * the group's rows where they are. An updater that meets its row's group
+ * the group's rows. Compaction (VACUUM, mvinc.colfile_compact) only
+ * merges or rewrites a group whose files every snapshot sees, folding them
+ * in, and none whose rows a transaction newer than its horizon updated in
+ * place (checked again after the rewrite, before it is kept); a delete
+ * vector keeps the group's rows where they are. An updater that meets its row's group
  * being replaced by a running VACUUM waits for it, then binds to what it
  * left: so either VACUUM sees the updater's row state and backs off, or the
  * updater sees VACUUM's replacement. The group found last is cached per

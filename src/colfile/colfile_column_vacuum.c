@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * colfile_column_vacuum.c
- *	  VACUUM's side of column files (colfile_column.c): whether a row group
- *	  may be rewritten, merging a group's all-visible files into one,
+ *	  Compaction's side of column files (colfile_column.c): whether a row
+ *	  group may be rewritten, its settled files (folded in by a rewrite),
+ *	  merging a group's all-visible files into one,
  *	  deleting a dropped group's files, and whether an index build must be
  *	  marked indcheckxmin over recent ones (docs/internals.md, "colfile
  *	  column updates").
@@ -34,53 +35,8 @@
 #include "colfile/colfile.h"
 #include "colfile/colfile_column_int.h"
 
-/* Does row group rg have column files (any not aborted nor removed)? */
-bool
-ColfileGroupHasColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
-{
-	bool		found = false;
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[2];
-	HeapTuple	tup;
-
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(rg->first_block));
-	scan = systable_beginscan(meta, ids.colfile_idx, true, SnapshotAny, 2, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		if (!ColfileFileTupleGone(tup->t_data))
-		{
-			found = true;
-			break;
-		}
-	}
-	systable_endscan(scan);
-	table_close(meta, AccessShareLock);
-	return found;
-}
-
-/*
- * May VACUUM not merge or rewrite row group rg? It has column files (not
- * aborted), or a row of its TID range was updated in place by a transaction
- * VACUUM may interleave with (recent_column_updates).
- */
 static bool recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
 								  TransactionId oldest_xmin);
-
-bool
-ColfileGroupUpdatedInPlace(Oid relfilenode, const ColfileRowGroup *rg,
-						   TransactionId oldest_xmin)
-{
-	if (ColfileGroupHasColumnFiles(relfilenode, rg))
-		return true;
-	return recent_column_updates(relfilenode, rg, oldest_xmin);
-}
 
 /* ColfileCompact's check after its work: see recent_column_updates */
 bool

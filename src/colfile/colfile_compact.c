@@ -27,7 +27,12 @@
  *    merged: the TID allocator as a VACUUM read it, with the next
  *    transaction id read just after; writers take their id before they
  *    reserve blocks, and once every id below the mark's has ended
- *    (OldestXmin), every group below the mark has its tuple.
+ *    (OldestXmin), every group below the mark has its tuple;
+ *  - their column files, if any, are seen by every snapshot, and no
+ *    transaction newer than the horizon updated their rows in place: the
+ *    files are folded into the rewritten group.
+ * mvinc.colfile_compact runs the same in the caller's transaction
+ * (colfile_admin.c); the thresholds are the table's (ColfileCompactRules).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
