@@ -290,6 +290,7 @@ extern void ColfilePruneReservations(Oid relfilenode);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
 extern TransactionId ColfileGroupTupleBusy(const ColfileRowGroup *rg);
+extern bool ColfileGroupTupleReplaced(const ColfileRowGroup *rg);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
 extern void ColfileDeleteAllMetadata(Oid relfilenode);
 extern void ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg);
@@ -506,6 +507,7 @@ extern void ColfileColumnFlushCommand(CommandId cid);
 extern void ColfileColumnFlushForRead(Oid relid);
 extern void ColfileColumnFlushForTid(Oid relid, ItemPointer tid);
 extern void ColfileColumnDiscardRel(Oid relid);
+extern void ColfileColumnForgetBinding(void);
 extern void ColfileColumnXactEnd(void);
 extern void ColfileColumnSubXact(bool commit, SubTransactionId mySubid,
 								 SubTransactionId parentSubid);

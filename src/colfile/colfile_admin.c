@@ -31,6 +31,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -128,8 +129,12 @@ ColfileForgetSettings(Oid relid)
 static Relation
 open_owned_colfile(Oid relid, LOCKMODE lockmode, const char *what)
 {
-	Relation	rel = relation_open(relid, lockmode);
+	Relation	rel;
 
+	/* before the lock: others may not queue for it and hold VACUUM up */
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	rel = relation_open(relid, lockmode);
 	if (rel->rd_rel->relkind != RELKIND_RELATION || !ColfileIsColfileRel(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -211,7 +216,8 @@ int64_cmp(const void *a, const void *b)
 /*
  * mvinc.colfile_compact(rel [, VARIADIC row_groups]): compact now, in this
  * transaction, under SHARE UPDATE EXCLUSIVE (readers and writers go on;
- * VACUUM and another compaction of the table wait). Without row groups,
+ * VACUUM and another compaction of the table wait, and so does an update
+ * in place of a row whose group it replaced, until this transaction ends). Without row groups,
  * the groups that pass the table's thresholds, as VACUUM would; with, those
  * groups (first blocks, as mvinc.colfile_row_groups shows them) whenever
  * they have dead rows or column files, small neighbours among them merged.
@@ -226,6 +232,10 @@ colfile_compact(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[5];
 	bool		nulls[5] = {0};
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	bool		done;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -254,7 +264,18 @@ colfile_compact(PG_FUNCTION_ARGS)
 		}
 		qsort(rules.only, rules.nonly, sizeof(int64), int64_cmp);
 	}
-	if (!ColfileCompactNow(rel, &rules, &res))
+	/*
+	 * As VACUUM: the owner's rights, in a restricted operation (encoding
+	 * calls the columns' types' functions)
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	done = ColfileCompactNow(rel, &rules, &res);
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (!done)
 		ereport(NOTICE,
 				(errmsg("compaction of \"%s\" backed off", RelationGetRelationName(rel)),
 				 errdetail("A transaction updated rows of a row group in place while it ran."),
@@ -302,12 +323,17 @@ Datum
 colfile_row_groups(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = relation_open(PG_GETARG_OID(0), AccessShareLock);
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel;
 	Snapshot	snap = GetActiveSnapshot();
 	struct HTAB *deleted;
 	List	   *groups;
 	ListCell   *lc;
 
+	/* what it counts is the table's contents: readers only */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	rel = relation_open(relid, AccessShareLock);
 	if (rel->rd_rel->relkind != RELKIND_RELATION || !ColfileIsColfileRel(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -464,6 +464,19 @@ static ColfileRowGroup *bound_group = NULL;	/* in TopTransactionContext */
 static Oid	bound_group_rel = InvalidOid;
 static TransactionId bound_group_xid = InvalidTransactionId;
 
+/* Do two tuples of a group put its rows at the same positions? */
+static bool
+same_positions(const ColfileRowGroup *a, const ColfileRowGroup *b)
+{
+	if (a->first_block != b->first_block || a->nrows != b->nrows ||
+		(a->rowids_off != 0) != (b->rowids_off != 0))
+		return false;
+	return a->rowids_off == 0 ||
+		memcmp(VARDATA(a->directory) + a->rowids_off,
+			   VARDATA(b->directory) + b->rowids_off,
+			   sizeof(int64) * a->nrows) == 0;
+}
+
 static bool
 bind_row_group(Relation rel, ItemPointer tid, ColfileRowGroup *rg)
 {
@@ -488,6 +501,27 @@ bind_row_group(Relation rel, ItemPointer tid, ColfileRowGroup *rg)
 			break;
 		XactLockTableWait(busy, rel, tid, XLTW_Update);
 	}
+
+	/*
+	 * A transaction snapshot taken before a compaction rewrote the group
+	 * still reads the old one: positions in the new group would put this
+	 * transaction's values on other rows of the old one when it reads them
+	 * back. Heap's answer to an update its snapshot cannot see.
+	 */
+	if (IsolationUsesXactSnapshot())
+	{
+		ColfileRowGroup seen;
+
+		if (ColfileFindRowGroup(relfilenode, ItemPointerGetBlockNumber(tid),
+								GetTransactionSnapshot(), &seen) &&
+			!same_positions(&seen, rg))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent compaction"),
+					 errdetail("The row group of a row being updated in \"%s\" was rewritten after this transaction's snapshot was taken.",
+							   RelationGetRelationName(rel)),
+					 errhint("The transaction might succeed if retried.")));
+	}
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
@@ -500,6 +534,14 @@ bind_row_group(Relation rel, ItemPointer tid, ColfileRowGroup *rg)
 		MemoryContextSwitchTo(old);
 	}
 	return true;
+}
+
+/* A compaction replaced row groups: the cached binding may name one */
+void
+ColfileColumnForgetBinding(void)
+{
+	bound_group = NULL;
+	bound_group_rel = InvalidOid;
 }
 
 /*

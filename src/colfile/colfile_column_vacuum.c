@@ -48,7 +48,8 @@ ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
 
 /*
  * Has a row of rg's TID range been updated in place by a transaction not
- * older than VACUUM's horizon (running, or committed since VACUUM began)?
+ * older than the horizon (running, ours included, or committed since the
+ * compaction began)?
  * Any updater that can interleave with this VACUUM is such a transaction,
  * whether its file is written yet or not.
  */
@@ -81,8 +82,12 @@ recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
 		bool		isnull;
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
+		/*
+		 * The caller's own (mvinc.colfile_compact in a transaction that
+		 * updated in place) count too: its buffers and cached binding hold
+		 * positions in the group as it is.
+		 */
 		if (DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull)) == ROWSTATE_COLUMNS &&
-			!TransactionIdIsCurrentTransactionId(xmin) &&
 			!TransactionIdPrecedes(xmin, oldest_xmin) &&
 			!ColfileInserterAborted(tup->t_data))
 			found = true;

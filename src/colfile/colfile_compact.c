@@ -198,6 +198,7 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 				ItemPointerGetOffsetNumber(&tid) - 1;
 			ExecClearTuple(slot);
 		}
+		ColfileFreeGroup(gc);	/* its values are copied */
 		sources = lappend(sources, rg);
 	}
 	Assert(n == total);
@@ -364,6 +365,7 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	Compactor	c;
 	ResourceOwner owner = CurrentResourceOwner;
 	ListCell   *lc;
+	bool		backed_off = false;
 
 	memset(&c, 0, sizeof(c));
 	c.rel = rel;
@@ -389,6 +391,14 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	PG_TRY();
 	{
 		compact_groups(&c, rel, oldest_xmin, limit);
+		foreach(lc, c.touched)
+		{
+			if (ColfileGroupRecentlyUpdated(rel->rd_node.relNode, lfirst(lc), oldest_xmin))
+			{
+				backed_off = true;
+				break;
+			}
+		}
 	}
 	PG_CATCH();
 	{
@@ -404,20 +414,19 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
-	foreach(lc, c.touched)
+	if (backed_off)
 	{
-		if (ColfileGroupRecentlyUpdated(rel->rd_node.relNode, lfirst(lc), oldest_xmin))
-		{
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(c.cxt);
-			CurrentResourceOwner = owner;
-			return false;
-		}
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(c.cxt);
+		CurrentResourceOwner = owner;
+		return false;
 	}
 	ReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(c.cxt);
 	CurrentResourceOwner = owner;
 	*result = c.res;
+	if (c.touched != NIL)
+		ColfileColumnForgetBinding();
 	return true;
 }
 

@@ -489,6 +489,33 @@ ColfileGroupTupleBusy(const ColfileRowGroup *rg)
 	return busy;
 }
 
+/*
+ * Has row group rg's tuple been deleted by a committed transaction (or
+ * ours) since rg was read: replaced by a compaction, say?
+ */
+bool
+ColfileGroupTupleReplaced(const ColfileRowGroup *rg)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	HeapTupleData tup;
+	Buffer		buf;
+	bool		replaced = false;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	tup.t_self = rg->self;
+	if (heap_fetch(meta, SnapshotAny, &tup, &buf, true))
+	{
+		replaced = tuple_removed(tup.t_data);
+		ReleaseBuffer(buf);
+	}
+	else
+		replaced = true;		/* pruned: long gone */
+	table_close(meta, AccessShareLock);
+	return replaced;
+}
+
 /* All row groups of a relfilenode visible under snapshot, by first_block */
 List *
 ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)

@@ -554,6 +554,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 	MemoryContext tmp,
 				old;
 	bool		found = false;
+	int			retries = 0;
 
 	ColfileCheckRewrite(rel, snapshot);
 	ColfileFlushInsertsForRead(RelationGetRelid(rel));
@@ -562,7 +563,7 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "colfile fetch",
 								ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(tmp);
-	if (ColfileRowVisible(rel, tid, snapshot, &rg) && rg.nrows >= 0)
+	while (ColfileRowVisible(rel, tid, snapshot, &rg) && rg.nrows >= 0)
 	{
 		if (fetch_cache == NULL ||
 			fetch_cache_relfilenode != rel->rd_node.relNode ||
@@ -576,11 +577,24 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 			fetch_cache_relfilenode = rel->rd_node.relNode;
 		}
 		ColfileGroupFilesFor(rel, fetch_cache, snapshot);
+
+		/*
+		 * A snapshot that is not MVCC sees a compaction's work once it
+		 * commits: found before, the group's files listed after, the row
+		 * would miss the values folded into the new group. Group and files
+		 * go in one transaction: look again.
+		 */
+		if (!IsMVCCSnapshot(snapshot) && ++retries < 100 && ColfileGroupTupleReplaced(&rg))
+		{
+			drop_fetch_cache();
+			continue;
+		}
 		ColfileFillSlot(rel, fetch_cache, ColfileGroupPos(&rg, tid), slot, NULL);
 		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);
 		ColfileSlotSetXmin(slot, rg.xmin);
 		found = true;
+		break;
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
