@@ -292,7 +292,10 @@ extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 extern TransactionId ColfileGroupTupleBusy(const ColfileRowGroup *rg);
 extern bool ColfileGroupTupleReplaced(const ColfileRowGroup *rg);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
+extern List *ColfileListGroups(Relation rel, Snapshot snapshot);
 extern void ColfileDeleteAllMetadata(Oid relfilenode);
+extern int64 ColfileMetadataTidEnd(Oid relfilenode);
+extern void ColfileDeleteMetadataBelow(Oid relfilenode, int64 floor);
 extern void ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg);
 extern void ColfileReplaceRowGroups(Relation rel, List *sources,
 									ColfileRowGroup *merged);
@@ -349,6 +352,7 @@ extern Buffer ColfileReadPage(Relation rel, BlockNumber blk);
 extern const char *ColfilePeekBytes(Relation rel, int64 offset, int64 len,
 									Buffer *keep);
 extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
+extern int64 ColfileTidFloor(Relation rel);
 
 /* colfile_compress.c */
 extern bytea *ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,

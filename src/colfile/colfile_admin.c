@@ -341,7 +341,7 @@ colfile_row_groups(PG_FUNCTION_ARGS)
 				 errhint("Pass a table created with USING colfile.")));
 	InitMaterializedSRF(fcinfo, 0);
 	ColfileFlushAllForRead(RelationGetRelid(rel));
-	groups = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	groups = ColfileListGroups(rel, snap);
 	deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
 	foreach(lc, groups)
 	{

@@ -443,7 +443,7 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 				batch_rows = 0,
 				cap = Max(colfile_rows_per_group, 1);
 
-	groups = ColfileListRowGroups(relfilenode, SnapshotAny);
+	groups = ColfileListGroups(rel, SnapshotAny);
 	batch = palloc(sizeof(CompactSource) * (list_length(groups) + 1));
 
 	/*

@@ -516,6 +516,35 @@ ColfileGroupTupleReplaced(const ColfileRowGroup *rg)
 	return replaced;
 }
 
+/*
+ * The row groups of rel's file visible under snapshot, by first_block:
+ * none when the file is empty, none below its TID floor (what an earlier
+ * life of the relfilenode left behind).
+ */
+List *
+ColfileListGroups(Relation rel, Snapshot snapshot)
+{
+	int64		floor = ColfileTidFloor(rel);
+	List	   *all;
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	if (floor < 0)
+		return NIL;
+	all = ColfileListRowGroups(rel->rd_node.relNode, snapshot);
+	if (floor == 0)
+		return all;
+	foreach(lc, all)
+	{
+		ColfileRowGroup *rg = lfirst(lc);
+
+		if (rg->first_block >= floor)
+			kept = lappend(kept, rg);
+	}
+	list_free(all);
+	return kept;
+}
+
 /* All row groups of a relfilenode visible under snapshot, by first_block */
 List *
 ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
@@ -630,6 +659,103 @@ ColfileCopyMetadata(Oid from, Oid to)
 		}
 		systable_endscan(scan);
 		UnregisterSnapshot(snapshot);
+		table_close(meta, RowExclusiveLock);
+	}
+	CommandCounterIncrement();
+}
+
+/*
+ * The first TID block above every TID the metadata of relfilenode names
+ * (row groups and reservations, row states, column files), whoever wrote
+ * them: 0 when there is none. A relfilenode whose file is empty but whose
+ * metadata is not (an unlogged table reset by crash recovery) starts its
+ * TIDs there, so that nothing left behind can name a new row
+ * (colfile_storage.c, "TID floor").
+ */
+int64
+ColfileMetadataTidEnd(Oid relfilenode)
+{
+	Oid			tabs[N_METADATA_TABLES];
+	Oid			idxs[N_METADATA_TABLES];
+	int64		end = 0;
+
+	all_metadata_tables(tabs, idxs);
+	for (int i = 0; i < N_METADATA_TABLES; i++)
+	{
+		Relation	meta = table_open(tabs[i], AccessShareLock);
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, idxs[i], true, SnapshotAny, 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			int64		last;
+
+			if (i == 0)
+			{
+				ColfileRowGroup rg;
+
+				rowgroup_from_tuple(meta, tup, &rg);
+				last = ColfileGroupLastBlock(&rg);
+			}
+			else if (i == 1)
+			{
+				ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+				Datum		nt = heap_getattr(tup, 4, RelationGetDescr(meta), &isnull);
+
+				last = ItemPointerGetBlockNumberNoCheck(t);
+				if (!isnull)
+					last = Max(last, (int64) ItemPointerGetBlockNumberNoCheck(DatumGetItemPointer(nt)));
+			}
+			else
+				last = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+			end = Max(end, last + 1);
+		}
+		systable_endscan(scan);
+		table_close(meta, AccessShareLock);
+	}
+	return end;
+}
+
+/*
+ * Delete the metadata rows of relfilenode that name TIDs below floor
+ * (VACUUM: what an unlogged table's crash reset left behind).
+ */
+void
+ColfileDeleteMetadataBelow(Oid relfilenode, int64 floor)
+{
+	Oid			tabs[N_METADATA_TABLES];
+	Oid			idxs[N_METADATA_TABLES];
+
+	all_metadata_tables(tabs, idxs);
+	for (int i = 0; i < N_METADATA_TABLES; i++)
+	{
+		Relation	meta = table_open(tabs[i], RowExclusiveLock);
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			int64		first;
+
+			if (i == 1)
+				first = ItemPointerGetBlockNumberNoCheck(
+					DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)));
+			else
+				first = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+			if (first < floor)
+				simple_heap_delete(meta, &tup->t_self);
+		}
+		systable_endscan(scan);
 		table_close(meta, RowExclusiveLock);
 	}
 	CommandCounterIncrement();

@@ -71,7 +71,20 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 	HASHCTL		ctl;
 	HTAB	   *seqs;
 
-	*deleted = hash_get_num_entries(del);
+	int64		floor = ColfileTidFloor(rel);
+
+	/* deletions below the floor are an earlier life's (ColfileTidFloor) */
+	*deleted = 0;
+	if (floor >= 0)
+	{
+		HASH_SEQ_STATUS st;
+		ItemPointer t;
+
+		hash_seq_init(&st, del);
+		while ((t = hash_seq_search(&st)) != NULL)
+			if (ItemPointerGetBlockNumber(t) >= floor)
+				(*deleted)++;
+	}
 	*locked = 0;
 	hash_destroy(del);
 
@@ -120,7 +133,7 @@ colfile_stats(PG_FUNCTION_ARGS)
 {
 	Relation	rel = open_colfile(PG_GETARG_OID(0));
 	Snapshot	snap = GetActiveSnapshot();
-	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	List	   *groups = ColfileListGroups(rel, snap);
 	ListCell   *lc;
 	TupleDesc	tupdesc;
 	Datum		values[10];
@@ -179,7 +192,7 @@ colfile_column_stats(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel = open_colfile(PG_GETARG_OID(0));
 	TupleDesc	desc = RelationGetDescr(rel);
-	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, GetActiveSnapshot());
+	List	   *groups = ColfileListGroups(rel, GetActiveSnapshot());
 	int			natts = desc->natts;
 	int64	   *comp = palloc0(sizeof(int64) * natts);
 	int64	   *raw = palloc0(sizeof(int64) * natts);
@@ -234,7 +247,7 @@ colfile_block_stats(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel = open_colfile(PG_GETARG_OID(0));
 	TupleDesc	desc = RelationGetDescr(rel);
-	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, GetActiveSnapshot());
+	List	   *groups = ColfileListGroups(rel, GetActiveSnapshot());
 	int			natts = desc->natts;
 
 	/* [attnum][encoding][compression] */
@@ -368,7 +381,7 @@ colfile_check(PG_FUNCTION_ARGS)
 	Relation	rel = open_colfile(PG_GETARG_OID(0));
 	TupleDesc	desc = RelationGetDescr(rel);
 	Snapshot	snap = GetActiveSnapshot();
-	List	   *groups = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	List	   *groups = ColfileListGroups(rel, snap);
 	ListCell   *lc;
 	int64		next_tid_block,
 				next_byte;
@@ -379,10 +392,15 @@ colfile_check(PG_FUNCTION_ARGS)
 											  ALLOCSET_DEFAULT_SIZES);
 	List	   *indexes;
 	ColfileFileSet *files;
+	int64		floor;
 
 	InitMaterializedSRF(fcinfo, 0);
 	ColfileReadMeta(rel, &next_tid_block, &next_byte);
 	deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
+	/* metadata below the floor is an earlier life's, ignored by readers */
+	floor = ColfileTidFloor(rel);
+	if (floor < 0)
+		floor = PG_INT64_MAX;
 
 	foreach(lc, groups)
 	{
@@ -479,6 +497,9 @@ colfile_check(PG_FUNCTION_ARGS)
 		char	   *where = psprintf("column file %lld of row group %lld",
 									 (long long) f->seq, (long long) f->rg.first_block);
 
+		if (f->rg.first_block < floor)
+			continue;			/* an earlier life's (ColfileTidFloor) */
+
 		foreach(lc, groups)
 			if (((ColfileRowGroup *) lfirst(lc))->first_block == f->rg.first_block)
 				owner = lfirst(lc);
@@ -549,7 +570,7 @@ colfile_check(PG_FUNCTION_ARGS)
 		{
 			ColfileColumnFile *f = ColfileFileSetGet(files, i);
 
-			if (f->rg.data_length <= 0)
+			if (f->rg.data_length <= 0 || f->rg.first_block < floor)
 				continue;
 			all[n].offset = f->rg.data_offset;
 			all[n].length = f->rg.data_length;
@@ -604,6 +625,8 @@ colfile_check(PG_FUNCTION_ARGS)
 		{
 			ColfileRowGroup rg;
 
+			if (ItemPointerGetBlockNumber(t) < floor)
+				continue;
 			if (!ColfileFindRowGroup(rel->rd_node.relNode, ItemPointerGetBlockNumber(t),
 									 snap, &rg) ||
 				ColfileGroupPos(&rg, t) < 0)

@@ -65,13 +65,27 @@ int64_desc_cmp(const void *a, const void *b)
 
 /*
  * The metapage's special space holds the id of the transaction that wrote
- * the relation's rows again (VACUUM FULL, CLUSTER), if any: see
- * ColfileCheckRewrite.  Metapages made before it have no special space.
+ * the relation's rows again (VACUUM FULL, CLUSTER), if any (see
+ * ColfileCheckRewrite), then the TID floor: the first TID block of this
+ * file's rows. Metadata naming TIDs below it was left behind by an earlier
+ * life of the relfilenode (an unlogged table emptied by crash recovery,
+ * whose metadata lives in logged tables): readers ignore it, VACUUM
+ * deletes it, and new rows never get its TIDs. Metapages made before the
+ * floor have a special space of one id, or none: their floor is 0.
  */
-#define META_SPECIAL MAXALIGN(sizeof(FullTransactionId))
+typedef struct ColfileMetaSpecial
+{
+	FullTransactionId rewrite_xid;
+	uint64		tid_floor;
+} ColfileMetaSpecial;
+
+#define META_SPECIAL MAXALIGN(sizeof(ColfileMetaSpecial))
 #define MetaRewriteXid(page) \
 	(PageGetSpecialSize(page) >= sizeof(FullTransactionId) ? \
 	 (FullTransactionId *) PageGetSpecialPointer(page) : NULL)
+#define MetaTidFloor(page) \
+	(PageGetSpecialSize(page) >= sizeof(ColfileMetaSpecial) ? \
+	 &((ColfileMetaSpecial *) PageGetSpecialPointer(page))->tid_floor : NULL)
 
 /* Most free extents the metapage lists; the largest are kept */
 #define MAX_FREE_EXTENTS 384
@@ -100,6 +114,9 @@ lock_metapage(Relation rel, int mode)
 
 	if (RelationGetNumberOfBlocks(rel) == 0)
 	{
+		/* (read before the extension lock: no other lock may be taken under it) */
+		int64		floor = ColfileMetadataTidEnd(rel->rd_node.relNode);
+
 		LockRelationForExtension(rel, ExclusiveLock);
 		if (RelationGetNumberOfBlocks(rel) == 0)
 		{
@@ -114,7 +131,8 @@ lock_metapage(Relation rel, int mode)
 			PageInit(page, BLCKSZ, META_SPECIAL);
 			MetaOf(page)->magic = COLFILE_MAGIC;
 			MetaOf(page)->version = COLFILE_VERSION;
-			MetaOf(page)->next_tid_block = 0;
+			*MetaTidFloor(page) = floor;
+			MetaOf(page)->next_tid_block = floor;
 			MetaOf(page)->next_byte = 0;
 			MetaOf(page)->nfree = 0;
 			set_meta_lower(page);
@@ -145,6 +163,26 @@ read_meta_fields(Relation rel, ColfileMetaPage *out)
 	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
 	memcpy(out, MetaOf(BufferGetPage(buf)), offsetof(ColfileMetaPage, free));
 	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * The TID floor of rel's file (see ColfileMetaSpecial), or -1 when the
+ * file is empty: then no metadata of its relfilenode names a row of it.
+ */
+int64
+ColfileTidFloor(Relation rel)
+{
+	Buffer		buf;
+	uint64	   *floor;
+	int64		v;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return -1;
+	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
+	floor = MetaTidFloor(BufferGetPage(buf));
+	v = floor ? (int64) *floor : 0;
+	UnlockReleaseBuffer(buf);
+	return v;
 }
 
 /* Read the allocators (zero for an empty relation) */
@@ -448,6 +486,7 @@ page_set_rewrite_xid(Page page, FullTransactionId xid)
 		/* the free-extent list never reaches the special space */
 		Assert(ph->pd_lower <= BLCKSZ - META_SPECIAL);
 		ph->pd_special = ph->pd_upper = BLCKSZ - META_SPECIAL;
+		*MetaTidFloor(page) = 0;
 	}
 	*MetaRewriteXid(page) = xid;
 }

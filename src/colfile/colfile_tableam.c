@@ -326,7 +326,7 @@ load_groups(ColfileScanDesc s)
 		s->own_snapshot = true;
 		ColfileCheckRewrite(rel, snap);	/* ANALYZE's scans come here */
 	}
-	l = ColfileListRowGroups(rel->rd_node.relNode, snap);
+	l = ColfileListGroups(rel, snap);
 	s->ngroups = list_length(l);
 	s->groups = palloc(sizeof(ColfileRowGroup *) * Max(s->ngroups, 1));
 	s->group_start = palloc(sizeof(int64) * (s->ngroups + 1));
@@ -843,18 +843,13 @@ colfile_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 	SMgrRelation srel;
 
 	/*
-	 * A temporary table's pages live in local buffers and are not
-	 * WAL-logged (generic WAL skips relations that need none); its metadata
-	 * rows are ordinary rows of the permanent metadata tables, removed with
-	 * the table.  An unlogged table's pages would be reset by crash
-	 * recovery while its metadata survived, so it is refused.
+	 * Temporary and unlogged tables' pages are not WAL-logged (generic WAL
+	 * skips relations that need none); their metadata rows are ordinary
+	 * rows of the logged metadata tables, removed with the table. Crash
+	 * recovery empties an unlogged table's file (its init fork is empty)
+	 * and leaves the metadata: readers of an empty file ignore it, and the
+	 * file's first metapage starts its TIDs above it (ColfileTidFloor).
 	 */
-	if (persistence == RELPERSISTENCE_UNLOGGED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("colfile tables cannot be unlogged"),
-				 errdetail("Crash recovery would empty an unlogged colfile table's pages but not its metadata, which is kept in permanent heap tables."),
-				 errhint("Create the table without UNLOGGED, or with USING heap.")));
 
 	/* rows buffered for the old storage are written there first */
 	ColfileFlushRel(rel);
@@ -868,6 +863,14 @@ colfile_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 	ColfileDeleteAllMetadata(newrnode->relNode);
 
 	srel = RelationCreateStorage(*newrnode, persistence, true);
+
+	/* an unlogged table's (empty) init fork, as heap makes it */
+	if (persistence == RELPERSISTENCE_UNLOGGED)
+	{
+		smgrcreate(srel, INIT_FORKNUM, false);
+		log_smgrcreate(newrnode, INIT_FORKNUM);
+		smgrimmedsync(srel, INIT_FORKNUM);
+	}
 	smgrclose(srel);
 }
 
@@ -902,7 +905,8 @@ colfile_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 		if (!smgrexists(RelationGetSmgr(rel), fork))
 			continue;
 		smgrcreate(dstrel, fork, false);
-		if (RelationIsPermanent(rel))
+		if (RelationIsPermanent(rel) ||
+			(rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED && fork == INIT_FORKNUM))
 			log_smgrcreate(newrnode, fork);
 		RelationCopyStorage(RelationGetSmgr(rel), dstrel, fork,
 							rel->rd_rel->relpersistence);

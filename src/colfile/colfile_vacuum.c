@@ -135,9 +135,9 @@ row_dead_to_all(void *arg, ItemPointer tid)
 
 /* Non-aborted row groups (any snapshot), as an array sorted by first_block */
 static ColfileRowGroup **
-live_groups(Oid relfilenode, int *n)
+live_groups(Relation rel, int *n)
 {
-	List	   *l = ColfileListRowGroups(relfilenode, SnapshotAny);
+	List	   *l = ColfileListGroups(rel, SnapshotAny);
 	ColfileRowGroup **arr = palloc(sizeof(ColfileRowGroup *) * (list_length(l) + 1));
 	ListCell   *lc;
 	int			i = 0;
@@ -284,7 +284,7 @@ colfile_index_build_range_scan(Relation table_rel, Relation index_rel,
 		groups = NULL;
 	}
 	else
-		groups = live_groups(table_rel->rd_node.relNode, &ngroups);
+		groups = live_groups(table_rel, &ngroups);
 	proj = ColfileMakeProj(index_columns(index_info), RelationGetDescr(table_rel)->natts);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile index build",
 								ALLOCSET_DEFAULT_SIZES);
@@ -777,9 +777,20 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 
 	vacuum_become_ordinary_writer();
 	ColfileFlushAllForRead(RelationGetRelid(rel));
+	{
+		/* what an earlier life of the relfilenode left (ColfileTidFloor) */
+		int64		floor = ColfileTidFloor(rel);
+
+		/*
+		 * (An empty file's is left to a VACUUM after its first write: an
+		 * inserter may be making its metapage right now.)
+		 */
+		if (floor > 0)
+			ColfileDeleteMetadataBelow(relfilenode, floor);
+	}
 	memset(&vs, 0, sizeof(vs));
 	vs.fates = build_fates(relfilenode, oldest_xmin);
-	vs.groups = live_groups(relfilenode, &vs.ngroups);
+	vs.groups = live_groups(rel, &vs.ngroups);
 	vs.aborted = aborted_groups(relfilenode, &vs.naborted);
 	vs.limit = ColfileMarkLimit(rel, oldest_xmin);
 

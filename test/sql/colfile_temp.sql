@@ -97,8 +97,6 @@ BEGIN
   END LOOP;
 END $$;
 SELECT count(*) FROM mvinc.colfile_rowgroup WHERE relfilenode = :gone_node;
--- unlogged tables stay refused
-CREATE UNLOGGED TABLE ut (a int) USING colfile;
 -- ON COMMIT DELETE ROWS: the commit's flush of buffered inserts writes a
 -- row group that the on-commit truncation must delete too (it was left
 -- behind, naming pages the truncation removed: "could not read block")
