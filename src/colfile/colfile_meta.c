@@ -529,9 +529,14 @@ ColfileListGroups(Relation rel, Snapshot snapshot)
 	List	   *kept = NIL;
 	ListCell   *lc;
 
+	all = ColfileListRowGroups(rel->rd_node.relNode, snapshot);
+
+	/*
+	 * (Listed all the same: a SERIALIZABLE reader's predicate locks on the
+	 * metadata are what its writers conflict with, empty table or not.)
+	 */
 	if (floor < 0)
 		return NIL;
-	all = ColfileListRowGroups(rel->rd_node.relNode, snapshot);
 	if (floor == 0)
 		return all;
 	foreach(lc, all)
