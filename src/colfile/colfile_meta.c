@@ -450,6 +450,34 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 }
 
 /*
+ * A copy of the header of row group rg's tuple (buffer released); false
+ * when the tuple is gone from the heap (pruned)
+ */
+static bool
+group_tuple_header(const ColfileRowGroup *rg, HeapTupleHeaderData *out)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	HeapTupleData tup;
+	Buffer		buf;
+	bool		found;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, AccessShareLock);
+	tup.t_self = rg->self;
+	found = heap_fetch(meta, SnapshotAny, &tup, &buf, true);
+	if (found)
+	{
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		memcpy(out, tup.t_data, sizeof(HeapTupleHeaderData));
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		ReleaseBuffer(buf);
+	}
+	table_close(meta, AccessShareLock);
+	return found;
+}
+
+/*
  * Is row group rg's tuple being inserted or deleted by another transaction
  * still running (a VACUUM replacing the group)? Returns that transaction,
  * or InvalidTransactionId.
@@ -457,36 +485,25 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 TransactionId
 ColfileGroupTupleBusy(const ColfileRowGroup *rg)
 {
-	ColfileMetaRels ids;
-	Relation	meta;
-	HeapTupleData tup;
-	Buffer		buf;
-	TransactionId busy = InvalidTransactionId;
+	HeapTupleHeaderData hd;
+	HeapTupleHeader h = &hd;
+	TransactionId xmin;
 
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowgroup, AccessShareLock);
-	tup.t_self = rg->self;
-	if (heap_fetch(meta, SnapshotAny, &tup, &buf, true))
+	if (!group_tuple_header(rg, &hd))
+		return InvalidTransactionId;
+	xmin = HeapTupleHeaderGetXmin(h);
+	if (!HeapTupleHeaderXminCommitted(h) && !HeapTupleHeaderXminInvalid(h) &&
+		!TransactionIdIsCurrentTransactionId(xmin) && TransactionIdIsInProgress(xmin))
+		return xmin;
+	if (!(h->t_infomask & HEAP_XMAX_INVALID) && !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
 	{
-		HeapTupleHeader h = tup.t_data;
-		TransactionId xmin = HeapTupleHeaderGetXmin(h);
+		TransactionId xmax = HeapTupleHeaderGetUpdateXid(h);
 
-		if (!HeapTupleHeaderXminCommitted(h) && !HeapTupleHeaderXminInvalid(h) &&
-			!TransactionIdIsCurrentTransactionId(xmin) && TransactionIdIsInProgress(xmin))
-			busy = xmin;
-		else if (!(h->t_infomask & HEAP_XMAX_INVALID) &&
-				 !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
-		{
-			TransactionId xmax = HeapTupleHeaderGetUpdateXid(h);
-
-			if (TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
-				TransactionIdIsInProgress(xmax))
-				busy = xmax;
-		}
-		ReleaseBuffer(buf);
+		if (TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+			TransactionIdIsInProgress(xmax))
+			return xmax;
 	}
-	table_close(meta, AccessShareLock);
-	return busy;
+	return InvalidTransactionId;
 }
 
 /*
@@ -496,24 +513,10 @@ ColfileGroupTupleBusy(const ColfileRowGroup *rg)
 bool
 ColfileGroupTupleReplaced(const ColfileRowGroup *rg)
 {
-	ColfileMetaRels ids;
-	Relation	meta;
-	HeapTupleData tup;
-	Buffer		buf;
-	bool		replaced = false;
+	HeapTupleHeaderData hd;
 
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowgroup, AccessShareLock);
-	tup.t_self = rg->self;
-	if (heap_fetch(meta, SnapshotAny, &tup, &buf, true))
-	{
-		replaced = tuple_removed(tup.t_data);
-		ReleaseBuffer(buf);
-	}
-	else
-		replaced = true;		/* pruned: long gone */
-	table_close(meta, AccessShareLock);
-	return replaced;
+	/* gone from the heap (pruned): long replaced */
+	return !group_tuple_header(rg, &hd) || tuple_removed(&hd);
 }
 
 /*
@@ -670,6 +673,82 @@ ColfileCopyMetadata(Oid from, Oid to)
 }
 
 /*
+ * Call fn on every tuple of the metadata tables (which: 0 row groups and
+ * reservations, 1 row states, 2 column files) of relfilenode that snapshot
+ * sees, the tables opened in lockmode.
+ */
+typedef void (*MetaTupleFn) (Relation meta, int which, HeapTuple tup, void *arg);
+
+static void
+visit_metadata(Oid relfilenode, Snapshot snapshot, LOCKMODE lockmode,
+			   MetaTupleFn fn, void *arg)
+{
+	Oid			tabs[N_METADATA_TABLES];
+	Oid			idxs[N_METADATA_TABLES];
+
+	all_metadata_tables(tabs, idxs);
+	for (int i = 0; i < N_METADATA_TABLES; i++)
+	{
+		Relation	meta = table_open(tabs[i], lockmode);
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, idxs[i], true, snapshot, 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+			fn(meta, i, tup, arg);
+		systable_endscan(scan);
+		table_close(meta, lockmode);
+	}
+}
+
+/* The first TID block a metadata tuple names (row states: their row's) */
+static int64
+tuple_first_block(Relation meta, int which, HeapTuple tup)
+{
+	bool		isnull;
+
+	if (which == 1)
+		return ItemPointerGetBlockNumberNoCheck(
+			DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)));
+	return DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+}
+
+/* ... and the last (groups span blocks, updated rows name their new TID) */
+static int64
+tuple_last_block(Relation meta, int which, HeapTuple tup)
+{
+	int64		last = tuple_first_block(meta, which, tup);
+
+	if (which == 0)
+	{
+		ColfileRowGroup rg;
+
+		rowgroup_from_tuple(meta, tup, &rg);
+		last = ColfileGroupLastBlock(&rg);
+	}
+	else if (which == 1)
+	{
+		bool		isnull;
+		Datum		nt = heap_getattr(tup, 4, RelationGetDescr(meta), &isnull);
+
+		if (!isnull)
+			last = Max(last, (int64) ItemPointerGetBlockNumberNoCheck(DatumGetItemPointer(nt)));
+	}
+	return last;
+}
+
+static void
+note_tid_end(Relation meta, int which, HeapTuple tup, void *arg)
+{
+	int64	   *end = (int64 *) arg;
+
+	*end = Max(*end, tuple_last_block(meta, which, tup) + 1);
+}
+
+/*
  * The first TID block above every TID the metadata of relfilenode names
  * (row groups and reservations, row states, column files), whoever wrote
  * them: 0 when there is none. A relfilenode whose file is empty but whose
@@ -680,50 +759,17 @@ ColfileCopyMetadata(Oid from, Oid to)
 int64
 ColfileMetadataTidEnd(Oid relfilenode)
 {
-	Oid			tabs[N_METADATA_TABLES];
-	Oid			idxs[N_METADATA_TABLES];
 	int64		end = 0;
 
-	all_metadata_tables(tabs, idxs);
-	for (int i = 0; i < N_METADATA_TABLES; i++)
-	{
-		Relation	meta = table_open(tabs[i], AccessShareLock);
-		SysScanDesc scan;
-		ScanKeyData key[1];
-		HeapTuple	tup;
-
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, idxs[i], true, SnapshotAny, 1, key);
-		while ((tup = systable_getnext(scan)) != NULL)
-		{
-			bool		isnull;
-			int64		last;
-
-			if (i == 0)
-			{
-				ColfileRowGroup rg;
-
-				rowgroup_from_tuple(meta, tup, &rg);
-				last = ColfileGroupLastBlock(&rg);
-			}
-			else if (i == 1)
-			{
-				ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
-				Datum		nt = heap_getattr(tup, 4, RelationGetDescr(meta), &isnull);
-
-				last = ItemPointerGetBlockNumberNoCheck(t);
-				if (!isnull)
-					last = Max(last, (int64) ItemPointerGetBlockNumberNoCheck(DatumGetItemPointer(nt)));
-			}
-			else
-				last = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
-			end = Max(end, last + 1);
-		}
-		systable_endscan(scan);
-		table_close(meta, AccessShareLock);
-	}
+	visit_metadata(relfilenode, SnapshotAny, AccessShareLock, note_tid_end, &end);
 	return end;
+}
+
+static void
+delete_below(Relation meta, int which, HeapTuple tup, void *arg)
+{
+	if (tuple_first_block(meta, which, tup) < *(int64 *) arg)
+		simple_heap_delete(meta, &tup->t_self);
 }
 
 /*
@@ -733,68 +779,26 @@ ColfileMetadataTidEnd(Oid relfilenode)
 void
 ColfileDeleteMetadataBelow(Oid relfilenode, int64 floor)
 {
-	Oid			tabs[N_METADATA_TABLES];
-	Oid			idxs[N_METADATA_TABLES];
-
-	all_metadata_tables(tabs, idxs);
-	for (int i = 0; i < N_METADATA_TABLES; i++)
-	{
-		Relation	meta = table_open(tabs[i], RowExclusiveLock);
-		SysScanDesc scan;
-		ScanKeyData key[1];
-		HeapTuple	tup;
-
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 1, key);
-		while ((tup = systable_getnext(scan)) != NULL)
-		{
-			bool		isnull;
-			int64		first;
-
-			if (i == 1)
-				first = ItemPointerGetBlockNumberNoCheck(
-					DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)));
-			else
-				first = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
-			if (first < floor)
-				simple_heap_delete(meta, &tup->t_self);
-		}
-		systable_endscan(scan);
-		table_close(meta, RowExclusiveLock);
-	}
+	visit_metadata(relfilenode, GetLatestSnapshot(), RowExclusiveLock, delete_below, &floor);
 	CommandCounterIncrement();
+}
+
+static void
+delete_tuple(Relation meta, int which, HeapTuple tup, void *arg)
+{
+	simple_heap_delete(meta, &tup->t_self);
 }
 
 /* Delete every metadata row of a relfilenode (TRUNCATE, DROP) */
 void
 ColfileDeleteAllMetadata(Oid relfilenode)
 {
-	Oid			tabs[N_METADATA_TABLES];
-	Oid			idxs[N_METADATA_TABLES];
-	int			i;
-
 	/*
 	 * See what this command wrote too: ON COMMIT DELETE ROWS truncates
 	 * after the pre-commit flush of buffered inserts wrote its group.
 	 */
 	CommandCounterIncrement();
-	all_metadata_tables(tabs, idxs);
-	for (i = 0; i < N_METADATA_TABLES; i++)
-	{
-		Relation	meta = table_open(tabs[i], RowExclusiveLock);
-		SysScanDesc scan;
-		ScanKeyData key[1];
-		HeapTuple	tup;
-
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 1, key);
-		while ((tup = systable_getnext(scan)) != NULL)
-			simple_heap_delete(meta, &tup->t_self);
-		systable_endscan(scan);
-		table_close(meta, RowExclusiveLock);
-	}
+	visit_metadata(relfilenode, GetLatestSnapshot(), RowExclusiveLock, delete_tuple, NULL);
 	CommandCounterIncrement();
 }
 
