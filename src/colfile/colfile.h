@@ -353,6 +353,8 @@ extern const char *ColfilePeekBytes(Relation rel, int64 offset, int64 len,
 									Buffer *keep);
 extern void ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte);
 extern int64 ColfileTidFloor(Relation rel);
+extern int64 ColfileTidFloorCached(Relation rel);
+extern void ColfileForgetTidFloor(Relation rel);
 
 /* colfile_compress.c */
 extern bytea *ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,

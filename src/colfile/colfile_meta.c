@@ -722,7 +722,19 @@ tuple_last_block(Relation meta, int which, HeapTuple tup)
 {
 	int64		last = tuple_first_block(meta, which, tup);
 
-	if (which == 0)
+	if (which == 0 && group_tuple_gone(tup->t_data))
+	{
+		/*
+		 * Its directory may be gone from TOAST already: the range its row
+		 * count spans (rows it held under row ids beyond it are held by the
+		 * tuple that replaced it, or were dead to everybody)
+		 */
+		bool		isnull;
+		int32		nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+
+		last += Max((Abs(nrows) + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK - 1, 0);
+	}
+	else if (which == 0)
 	{
 		ColfileRowGroup rg;
 
@@ -733,9 +745,12 @@ tuple_last_block(Relation meta, int which, HeapTuple tup)
 	{
 		bool		isnull;
 		Datum		nt = heap_getattr(tup, 4, RelationGetDescr(meta), &isnull);
+		ItemPointer ntid = isnull ? NULL : DatumGetItemPointer(nt);
 
-		if (!isnull)
-			last = Max(last, (int64) ItemPointerGetBlockNumberNoCheck(DatumGetItemPointer(nt)));
+		/* (a row moved to another partition names no block of ours) */
+		if (ntid != NULL && ItemPointerIsValid(ntid) &&
+			!ItemPointerIndicatesMovedPartitions(ntid))
+			last = Max(last, (int64) ItemPointerGetBlockNumberNoCheck(ntid));
 	}
 	return last;
 }

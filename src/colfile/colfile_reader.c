@@ -360,6 +360,10 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 
 	if (!ItemPointerIsValid(tid))
 		return false;
+	/* below the floor (or no file): an earlier life's TID, no row now */
+	if ((int64) ItemPointerGetBlockNumber(tid) < ColfileTidFloorCached(rel) ||
+		ColfileTidFloorCached(rel) < 0)
+		return false;
 
 	/*
 	 * Other snapshots judge the row by its records, read before its group:

@@ -113,8 +113,11 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
+		ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
 		Datum		seq = heap_getattr(tup, 5, RelationGetDescr(meta), &isnull);
 
+		if (floor < 0 || (int64) ItemPointerGetBlockNumber(t) < floor)
+			continue;			/* an earlier life's */
 		if (!isnull)
 		{
 			int64		v = DatumGetInt64(seq);
@@ -172,8 +175,16 @@ colfile_stats(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(rows - deleted);
 	values[2] = Int64GetDatum(deleted);
 	values[3] = Int64GetDatum(locked);
-	values[4] = Int64GetDatum(ColfileFileSetCount(ColfileListColumnFiles(rel, snap,
-																		 CurrentMemoryContext)));
+	{
+		ColfileFileSet *files = ColfileListColumnFiles(rel, snap, CurrentMemoryContext);
+		int64		floor = ColfileTidFloor(rel);
+		int64		nfiles = 0;
+
+		for (i = 0; i < ColfileFileSetCount(files); i++)
+			if (floor >= 0 && ColfileFileSetGet(files, i)->rg.first_block >= floor)
+				nfiles++;		/* (others are an earlier life's) */
+		values[4] = Int64GetDatum(nfiles);
+	}
 	values[5] = Int64GetDatum(delete_files);
 	values[6] = Int64GetDatum(RelationGetNumberOfBlocks(rel));
 	values[7] = Int64GetDatum(comp);

@@ -185,6 +185,36 @@ ColfileTidFloor(Relation rel)
 	return v;
 }
 
+/*
+ * The same, kept in the relation's cache entry once the metapage exists
+ * (the floor is fixed from then on for this relfilenode; a crash resets
+ * every backend, a new relfilenode the cache entry): for per-row checks.
+ */
+int64
+ColfileTidFloorCached(Relation rel)
+{
+	int64		floor;
+
+	if (rel->rd_amcache != NULL)
+		return *(int64 *) rel->rd_amcache;
+	floor = ColfileTidFloor(rel);
+	if (floor >= 0)
+	{
+		rel->rd_amcache = MemoryContextAlloc(CacheMemoryContext, sizeof(int64));
+		*(int64 *) rel->rd_amcache = floor;
+	}
+	return floor;
+}
+
+/* Forget the cached floor (the file was emptied in place) */
+void
+ColfileForgetTidFloor(Relation rel)
+{
+	if (rel->rd_amcache != NULL)
+		pfree(rel->rd_amcache);
+	rel->rd_amcache = NULL;
+}
+
 /* Read the allocators (zero for an empty relation) */
 void
 ColfileReadMeta(Relation rel, int64 *next_tid_block, int64 *next_byte)

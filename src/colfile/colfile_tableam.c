@@ -710,11 +710,15 @@ colfile_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
 	int64		next_tid_block;
 	int64		next_byte;
 
-	/* as heap's "below the relation's size": a TID block handed out */
+	/*
+	 * as heap's "below the relation's size": a TID block handed out, in
+	 * this life of the file (ColfileTidFloor)
+	 */
 	if (!ItemPointerIsValid(tid))
 		return false;
 	ColfileReadMeta(scan->rs_rd, &next_tid_block, &next_byte);
-	return ItemPointerGetBlockNumber(tid) < next_tid_block;
+	return ItemPointerGetBlockNumber(tid) < next_tid_block &&
+		(int64) ItemPointerGetBlockNumber(tid) >= ColfileTidFloorCached(scan->rs_rd);
 }
 
 /* Follow committed updates to the newest version */
@@ -880,6 +884,7 @@ colfile_relation_nontransactional_truncate(Relation rel)
 	ColfileDiscardRel(RelationGetRelid(rel));
 	ColfileDeleteAllMetadata(rel->rd_node.relNode);
 	RelationTruncate(rel, 0);
+	ColfileForgetTidFloor(rel);
 }
 
 /*

@@ -683,11 +683,13 @@ reclaim_space(Relation rel)
 	int64		next_tid_block,
 				next_byte,
 				end = 0,
-				freed = 0;
+				freed = 0,
+				floor;
 	BlockNumber need;
 
 	if (RelationGetNumberOfBlocks(rel) == 0)
 		return 0;
+	floor = ColfileTidFloorCached(rel);
 	ColfileLockSpace(rel, ExclusiveLock);
 	used = palloc(sizeof(ColfileExtent) * capused);
 	ColfileMetaRelIds(&ids);
@@ -704,6 +706,9 @@ reclaim_space(Relation rel)
 						len;
 
 			if (ColfileInserterAborted(tup->t_data))
+				continue;
+			/* an earlier life's (ColfileTidFloor): its bytes are not in this file */
+			if (DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)) < floor)
 				continue;
 			off = DatumGetInt64(heap_getattr(tup, 5, RelationGetDescr(meta), &isnull));
 			len = DatumGetInt64(heap_getattr(tup, 6, RelationGetDescr(meta), &isnull));
@@ -727,10 +732,11 @@ reclaim_space(Relation rel)
 	gaps = palloc(sizeof(ColfileExtent) * (nused + 1));
 	for (i = 0; i < nused; i++)
 	{
-		if (used[i].offset > end)
+		/* (never a gap at or past the byte allocator: no such bytes are used) */
+		if (used[i].offset > end && end < next_byte)
 		{
 			gaps[ngaps].offset = end;
-			gaps[ngaps].length = used[i].offset - end;
+			gaps[ngaps].length = Min(used[i].offset, next_byte) - end;
 			freed += gaps[ngaps].length;
 			ngaps++;
 		}
@@ -783,9 +789,11 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 
 		/*
 		 * (An empty file's is left to a VACUUM after its first write: an
-		 * inserter may be making its metapage right now.)
+		 * inserter may be making its metapage right now. Only unlogged
+		 * tables: metadata is keyed by relfilenode alone, and a permanent
+		 * table's floor is above 0 only when its number was reused.)
 		 */
-		if (floor > 0)
+		if (floor > 0 && rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
 			ColfileDeleteMetadataBelow(relfilenode, floor);
 	}
 	memset(&vs, 0, sizeof(vs));

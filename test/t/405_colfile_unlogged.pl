@@ -96,6 +96,62 @@ is(sql(q{SELECT count(*) FROM mvinc.colfile_rowstate WHERE relfilenode = pg_rela
 sql(q{SELECT mvinc.colfile_compact('u'); VACUUM u; SELECT mvinc.colfile_compact('u');});
 same_as_heap('after VACUUM and compaction');
 
+# the review's cases. (a) An earlier life with holes (a rolled-back
+# insert) and a larger file: VACUUM must not list its bytes as free in the
+# new, smaller file, or later rows overwrite live ones.
+sql(q{
+CREATE UNLOGGED TABLE v (id int PRIMARY KEY, b text) USING colfile;
+INSERT INTO v SELECT g, repeat(md5(g::text), 4) FROM generate_series(1, 2000) g;
+BEGIN; INSERT INTO v SELECT g, repeat(md5(g::text), 4) FROM generate_series(2001, 4000) g; ROLLBACK;
+INSERT INTO v SELECT g, repeat(md5(g::text), 4) FROM generate_series(4001, 6000) g;
+DELETE FROM v WHERE id % 100 = 0;
+UPDATE v SET b = b || 'u' WHERE id % 100 = 1;
+CHECKPOINT;
+});
+# (b) an unlogged partitioned table whose colfile partition had a row moved out
+sql(q{
+CREATE UNLOGGED TABLE pt (k int, v int) PARTITION BY LIST (k);
+CREATE UNLOGGED TABLE pt1 PARTITION OF pt FOR VALUES IN (1) USING colfile;
+CREATE UNLOGGED TABLE pt2 PARTITION OF pt FOR VALUES IN (2) USING colfile;
+INSERT INTO pt VALUES (1, 1), (1, 2);
+UPDATE pt SET k = 2 WHERE v = 1;
+CHECKPOINT;
+});
+# (c) a wide table whose compacted groups' directories went to TOAST, then
+# the metadata's TOAST vacuumed
+sql('CREATE UNLOGGED TABLE w (' . join(', ', map { "c$_ int" } 1 .. 300) . ') USING colfile');
+sql(q{
+DO $$ BEGIN FOR i IN 1..20 LOOP INSERT INTO w (c1, c300) VALUES (i, i); END LOOP; END $$;
+VACUUM w; VACUUM w; VACUUM w;
+VACUUM mvinc.colfile_rowgroup;
+CHECKPOINT;
+});
+$node->stop('immediate');
+$node->start;
+sql(q{INSERT INTO v SELECT g, 'new' || g FROM generate_series(1, 10) g});
+# TIDs of the earlier life name no row (before VACUUM removes its metadata)
+is(sql(q{SELECT count(*) FROM v WHERE ctid = '(0,1)'}), '0', 'a ctid below the floor finds no row');
+is(sql(q{WITH d AS (DELETE FROM v WHERE ctid = '(0,2)' RETURNING 1) SELECT count(*) FROM d}), '0',
+	'nor deletes one');
+is(sql(q{WITH u AS (UPDATE v SET b = 'x' WHERE ctid = '(0,3)' RETURNING 1) SELECT count(*) FROM u}), '0',
+	'nor updates one');
+is(sql(q{SELECT count(*) FROM v}), '10', 'no row was added or lost');
+# stats show no earlier life
+is(sql(q{SELECT column_files, delete_files FROM mvinc.colfile_stats('v')}), '0|0',
+	'colfile_stats counts nothing of the earlier life');
+sql(q{VACUUM v});
+is(sql(q{SELECT count(*) FROM mvinc.colfile_check('v')}), '0', 'VACUUM after the crash lists no byte of the earlier life as free');
+sql(q{INSERT INTO v SELECT g, repeat(md5(g::text), 4) FROM generate_series(11, 3000) g});
+is(sql(q{SELECT count(*), sum(id), count(*) FILTER (WHERE b = repeat(md5(id::text), 4) OR b = 'new' || id) FROM v}),
+	'3000|4501500|3000', 'rows written after that VACUUM are intact');
+is(sql(q{SELECT count(*) FROM mvinc.colfile_check('v')}), '0', 'and colfile_check is clean');
+# a partition that had a row moved out takes inserts again
+sql(q{INSERT INTO pt VALUES (1, 3), (2, 4)});
+is(sql(q{SELECT count(*) FROM pt}), '2', 'a partition with a moved-out row takes inserts after the crash');
+# the wide table's first insert after the crash
+sql(q{INSERT INTO w (c1, c300) VALUES (1, 1)});
+is(sql(q{SELECT count(*), sum(c300) FROM w}), '1|1', 'a table whose old directories left TOAST takes inserts');
+
 # a second crash after new writes, then SET LOGGED: rows survive the next crash
 $node->stop('immediate');
 $node->start;
