@@ -577,6 +577,9 @@ extern bool ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 extern bool ColfileCompactNow(Relation rel, const ColfileCompactRules *rules,
 							  ColfileCompactResult *res);
 
+/* colfile_stats.c */
+extern Relation ColfileOpenReadable(Oid relid);
+
 /* colfile_admin.c */
 extern double colfile_compact_file_fraction;
 extern void ColfileCompactRulesFor(Relation rel, ColfileCompactRules *rules);

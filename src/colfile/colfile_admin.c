@@ -330,17 +330,8 @@ colfile_row_groups(PG_FUNCTION_ARGS)
 	List	   *groups;
 	ListCell   *lc;
 
-	/* what it counts is the table's contents: readers only */
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
-	rel = relation_open(relid, AccessShareLock);
-	if (rel->rd_rel->relkind != RELKIND_RELATION || !ColfileIsColfileRel(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a colfile table", RelationGetRelationName(rel)),
-				 errhint("Pass a table created with USING colfile.")));
+	rel = ColfileOpenReadable(relid);
 	InitMaterializedSRF(fcinfo, 0);
-	ColfileFlushAllForRead(RelationGetRelid(rel));
 	groups = ColfileListGroups(rel, snap);
 	deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
 	foreach(lc, groups)

@@ -20,13 +20,16 @@
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "access/table.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -39,11 +42,19 @@ PG_FUNCTION_INFO_V1(colfile_column_stats);
 PG_FUNCTION_INFO_V1(colfile_check);
 PG_FUNCTION_INFO_V1(colfile_block_stats);
 
-/* Open a relation argument, refusing anything but a colfile table */
-static Relation
-open_colfile(Oid relid)
+/*
+ * Open a relation argument for the functions that report on its contents:
+ * a colfile table the caller may read (what they count and check is the
+ * table's rows), its buffered rows written
+ */
+Relation
+ColfileOpenReadable(Oid relid)
 {
-	Relation	rel = relation_open(relid, AccessShareLock);
+	Relation	rel;
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	rel = relation_open(relid, AccessShareLock);
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || !ColfileIsColfileRel(rel))
 		ereport(ERROR,
@@ -134,7 +145,7 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 Datum
 colfile_stats(PG_FUNCTION_ARGS)
 {
-	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	Relation	rel = ColfileOpenReadable(PG_GETARG_OID(0));
 	Snapshot	snap = GetActiveSnapshot();
 	List	   *groups = ColfileListGroups(rel, snap);
 	ListCell   *lc;
@@ -201,7 +212,7 @@ Datum
 colfile_column_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	Relation	rel = ColfileOpenReadable(PG_GETARG_OID(0));
 	TupleDesc	desc = RelationGetDescr(rel);
 	List	   *groups = ColfileListGroups(rel, GetActiveSnapshot());
 	int			natts = desc->natts;
@@ -256,7 +267,7 @@ Datum
 colfile_block_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	Relation	rel = ColfileOpenReadable(PG_GETARG_OID(0));
 	TupleDesc	desc = RelationGetDescr(rel);
 	List	   *groups = ColfileListGroups(rel, GetActiveSnapshot());
 	int			natts = desc->natts;
@@ -389,7 +400,7 @@ Datum
 colfile_check(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = open_colfile(PG_GETARG_OID(0));
+	Relation	rel = ColfileOpenReadable(PG_GETARG_OID(0));
 	TupleDesc	desc = RelationGetDescr(rel);
 	Snapshot	snap = GetActiveSnapshot();
 	List	   *groups = ColfileListGroups(rel, snap);

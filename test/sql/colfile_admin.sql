@@ -143,6 +143,8 @@ RESET ROLE;
 REVOKE SELECT ON ca FROM ca_other;
 SET ROLE ca_other;
 SELECT count(*) FROM mvinc.colfile_row_groups('ca');
+SELECT live_rows FROM mvinc.colfile_stats('ca');
+SELECT count(*) FROM mvinc.colfile_check('ca');
 RESET ROLE;
 BEGIN READ ONLY;
 SELECT * FROM mvinc.colfile_compact('ca');
