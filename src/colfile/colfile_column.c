@@ -464,17 +464,27 @@ static ColfileRowGroup *bound_group = NULL;	/* in TopTransactionContext */
 static Oid	bound_group_rel = InvalidOid;
 static TransactionId bound_group_xid = InvalidTransactionId;
 
-/* Do two tuples of a group put its rows at the same positions? */
+/*
+ * Do two tuples of a group put its rows at the same positions (the same
+ * TID at every position: a delete vector or a fold that dropped no row
+ * changes none)?
+ */
 static bool
 same_positions(const ColfileRowGroup *a, const ColfileRowGroup *b)
 {
-	if (a->first_block != b->first_block || a->nrows != b->nrows ||
-		(a->rowids_off != 0) != (b->rowids_off != 0))
+	if (a->first_block != b->first_block || a->nrows != b->nrows)
 		return false;
-	return a->rowids_off == 0 ||
-		memcmp(VARDATA(a->directory) + a->rowids_off,
-			   VARDATA(b->directory) + b->rowids_off,
-			   sizeof(int64) * a->nrows) == 0;
+	for (int pos = 0; pos < a->nrows; pos++)
+	{
+		ItemPointerData ta,
+					tb;
+
+		ColfileGroupTid(a, pos, &ta);
+		ColfileGroupTid(b, pos, &tb);
+		if (!ItemPointerEquals(&ta, &tb))
+			return false;
+	}
+	return true;
 }
 
 static bool
@@ -504,9 +514,12 @@ bind_row_group(Relation rel, ItemPointer tid, ColfileRowGroup *rg)
 
 	/*
 	 * A transaction snapshot taken before a compaction rewrote the group
-	 * still reads the old one: positions in the new group would put this
-	 * transaction's values on other rows of the old one when it reads them
-	 * back. Heap's answer to an update its snapshot cannot see.
+	 * with other positions still reads the old one: positions in the new
+	 * group would put this transaction's values on other rows of the old
+	 * one when it reads them back. Heap's answer to an update its snapshot
+	 * cannot see. (READ COMMITTED statements read with a snapshot of their
+	 * own, except rule actions and SPI statement lists that share one:
+	 * README, "Status and limits".)
 	 */
 	if (IsolationUsesXactSnapshot())
 	{

@@ -393,6 +393,29 @@ skips_gone_groups(Snapshot snapshot)
 }
 
 /*
+ * Is this group tuple one a compaction of another transaction is writing
+ * (a directory extension: row ids or a delete vector), still running? A
+ * lookup that is not MVCC reads the tuples it replaces instead: they hold
+ * the same rows, and their column files, which that compaction is deleting
+ * and a listing still shows, bind to their positions.
+ */
+static bool
+compaction_in_progress(Relation meta, HeapTuple tup)
+{
+	TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	bool		isnull;
+	bytea	   *head;
+
+	if (HeapTupleHeaderXminCommitted(tup->t_data) || HeapTupleHeaderXminInvalid(tup->t_data) ||
+		TransactionIdIsCurrentTransactionId(xmin) || !TransactionIdIsInProgress(xmin))
+		return false;
+	head = DatumGetByteaPSlice(heap_getattr(tup, 7, RelationGetDescr(meta), &isnull),
+							   0, sizeof(ColfileDirHeader));
+	return VARSIZE_ANY_EXHDR(head) >= sizeof(ColfileDirHeader) &&
+		((ColfileDirHeader *) VARDATA_ANY(head))->ext_off != 0;
+}
+
+/*
  * Find the row group owning TID block 'block' visible under snapshot. With
  * a dirty snapshot, the snapshot's xmin/xmax report the inserter, as heap
  * does for a tuple.
@@ -420,6 +443,8 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 	{
 		if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
+			continue;
+		if (!IsMVCCSnapshot(snapshot) && compaction_in_progress(meta, tup))
 			continue;
 		rowgroup_from_tuple(meta, tup, rg);
 		found = true;

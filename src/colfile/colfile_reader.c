@@ -588,8 +588,15 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 		 * would miss the values folded into the new group. Group and files
 		 * go in one transaction: look again.
 		 */
-		if (!IsMVCCSnapshot(snapshot) && ++retries < 100 && ColfileGroupTupleReplaced(&rg))
+		if (!IsMVCCSnapshot(snapshot) && ColfileGroupTupleReplaced(&rg))
 		{
+			if (++retries >= 100)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not read row (%u,%u) of \"%s\": its row group keeps being replaced",
+								ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
+								RelationGetRelationName(rel)),
+						 errhint("Retry the statement.")));
 			drop_fetch_cache();
 			continue;
 		}
