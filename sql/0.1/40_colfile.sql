@@ -110,18 +110,12 @@ CREATE FUNCTION mvinc.colfile_set_compaction(rel regclass,
 -- thresholds (or the ones named, whatever their shares), rows keeping
 -- their TIDs, under SHARE UPDATE EXCLUSIVE (as VACUUM).
 CREATE FUNCTION mvinc.colfile_compact(rel regclass,
+    VARIADIC row_groups bigint[] DEFAULT NULL,
     OUT groups_rewritten bigint, OUT groups_written bigint,
     OUT column_files_folded bigint, OUT rows_written bigint,
     OUT rows_dropped bigint)
     RETURNS record
-    LANGUAGE c STRICT
-    AS 'MODULE_PATHNAME', 'colfile_compact';
-CREATE FUNCTION mvinc.colfile_compact(rel regclass, VARIADIC row_groups bigint[],
-    OUT groups_rewritten bigint, OUT groups_written bigint,
-    OUT column_files_folded bigint, OUT rows_written bigint,
-    OUT rows_dropped bigint)
-    RETURNS record
-    LANGUAGE c STRICT
+    LANGUAGE c
     AS 'MODULE_PATHNAME', 'colfile_compact';
 
 -- The row groups a snapshot sees: row_group names one for colfile_compact

@@ -225,7 +225,7 @@ int64_cmp(const void *a, const void *b)
 Datum
 colfile_compact(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
+	Oid			relid;
 	Relation	rel;
 	ColfileCompactRules rules;
 	ColfileCompactResult res;
@@ -239,11 +239,16 @@ colfile_compact(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	relid = PG_GETARG_OID(0);
 	PreventCommandIfReadOnly("mvinc.colfile_compact()");
 	PreventCommandDuringRecovery("mvinc.colfile_compact()");
 	rel = open_owned_colfile(relid, ShareUpdateExclusiveLock, "mvinc.colfile_compact");
 	ColfileCompactRulesFor(rel, &rules);
-	if (PG_NARGS() > 1)
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the table of mvinc.colfile_compact must not be NULL")));
+	if (!PG_ARGISNULL(1))
 	{
 		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
 		Datum	   *elems;
@@ -289,35 +294,6 @@ colfile_compact(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/* Count and size the column files of rg that snap sees */
-static void
-group_files(Oid relfilenode, const ColfileRowGroup *rg, Snapshot snap,
-			int *nfiles, int64 *bytes)
-{
-	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[2];
-	HeapTuple	tup;
-
-	*nfiles = 0;
-	*bytes = 0;
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.colfile, AccessShareLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(rg->first_block));
-	scan = systable_beginscan(meta, ids.colfile_idx, true, snap, 2, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		bool		isnull;
-
-		(*nfiles)++;
-		*bytes += DatumGetInt64(heap_getattr(tup, 6, RelationGetDescr(meta), &isnull));
-	}
-	systable_endscan(scan);
-	table_close(meta, AccessShareLock);
-}
-
 /* mvinc.colfile_row_groups(rel): the row groups this snapshot sees */
 Datum
 colfile_row_groups(PG_FUNCTION_ARGS)
@@ -329,19 +305,22 @@ colfile_row_groups(PG_FUNCTION_ARGS)
 	struct HTAB *deleted;
 	List	   *groups;
 	ListCell   *lc;
+	ColfileFileSet *files;
+	int			f = 0;
 
 	rel = ColfileOpenReadable(relid);
 	InitMaterializedSRF(fcinfo, 0);
 	groups = ColfileListGroups(rel, snap);
 	deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
+	files = ColfileListColumnFiles(rel, snap, CurrentMemoryContext);
 	foreach(lc, groups)
 	{
 		ColfileRowGroup *rg = lfirst(lc);
 		Datum		values[6];
 		bool		nulls[6] = {0};
 		int			ndeleted = rg->ndead;
-		int			nfiles;
-		int64		file_bytes;
+		int			nfiles = 0;
+		int64		file_bytes = 0;
 
 		for (int pos = 0; pos < rg->nrows; pos++)
 		{
@@ -353,7 +332,16 @@ colfile_row_groups(PG_FUNCTION_ARGS)
 			if (ColfileDeletedSetContains(deleted, &tid))
 				ndeleted++;
 		}
-		group_files(rel->rd_node.relNode, rg, snap, &nfiles, &file_bytes);
+		/* both lists are by first block: walk them together */
+		while (f < ColfileFileSetCount(files) &&
+			   ColfileFileSetGet(files, f)->rg.first_block < rg->first_block)
+			f++;
+		for (; f < ColfileFileSetCount(files) &&
+			 ColfileFileSetGet(files, f)->rg.first_block == rg->first_block; f++)
+		{
+			nfiles++;
+			file_bytes += ColfileFileSetGet(files, f)->rg.data_length;
+		}
 		values[0] = Int64GetDatum(rg->first_block);
 		values[1] = Int32GetDatum(rg->nrows);
 		values[2] = Int32GetDatum(ndeleted);

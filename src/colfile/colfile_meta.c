@@ -552,7 +552,7 @@ ColfileGroupTupleReplaced(const ColfileRowGroup *rg)
 List *
 ColfileListGroups(Relation rel, Snapshot snapshot)
 {
-	int64		floor = ColfileTidFloor(rel);
+	int64		floor = ColfileTidFloorCached(rel);
 	List	   *all;
 	List	   *kept = NIL;
 	ListCell   *lc;

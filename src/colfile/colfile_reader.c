@@ -357,12 +357,13 @@ ColfileRowVisible(Relation rel, ItemPointer tid, Snapshot snapshot,
 	List	   *states = NIL;
 	bool		mvcc = snapshot->snapshot_type == SNAPSHOT_MVCC ||
 		snapshot->snapshot_type == SNAPSHOT_HISTORIC_MVCC;
+	int64		floor;
 
 	if (!ItemPointerIsValid(tid))
 		return false;
 	/* below the floor (or no file): an earlier life's TID, no row now */
-	if ((int64) ItemPointerGetBlockNumber(tid) < ColfileTidFloorCached(rel) ||
-		ColfileTidFloorCached(rel) < 0)
+	floor = ColfileTidFloorCached(rel);
+	if (floor < 0 || (int64) ItemPointerGetBlockNumber(tid) < floor)
 		return false;
 
 	/*
