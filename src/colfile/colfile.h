@@ -287,6 +287,7 @@ extern bool ColfileInserterAborted(HeapTupleHeader h);
 extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
 extern void ColfileCopyMetadata(Oid from, Oid to);
 extern void ColfilePruneReservations(Oid relfilenode);
+extern void ColfileDeleteOwnReservation(Oid relfilenode, int64 first_block);
 extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
 extern TransactionId ColfileGroupTupleBusy(const ColfileRowGroup *rg);
@@ -421,6 +422,8 @@ extern void ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
 								 SubTransactionId parentSubid);
 extern void ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
 							  Datum **values, bool **isnull, CommandId cid);
+extern void ColfileNoteOwnGroupUpdated(Oid relid, int64 first_block);
+extern void ColfileMergeOwnGroups(void);
 
 /* colfile_reader.c */
 extern ColfileGroupCache *ColfileLoadGroup(Relation rel, ColfileRowGroup *rg,
@@ -538,6 +541,8 @@ extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
 extern bool ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
 									  TransactionId oldest_xmin, List **files,
 									  List **tids, int64 *bytes);
+extern bool ColfileOwnColumnFiles(Relation rel, const ColfileRowGroup *rg,
+								  List **files, List **tids, int64 *bytes);
 extern void ColfileDeleteColumnFileTuples(List *tids);
 extern bool ColfileGroupRecentlyUpdated(Oid relfilenode, const ColfileRowGroup *rg,
 										TransactionId oldest_xmin);
@@ -572,6 +577,9 @@ extern bool ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 						   ColfileRowDead dead, void *arg,
 						   const ColfileCompactRules *rules,
 						   ColfileCompactResult *result);
+extern int	ColfileMergeGroupsOfWriter(Relation rel, ColfileRowGroup *groups,
+									   List **files, List **file_tids, int n,
+									   bool *merged);
 
 /* colfile_vacuum.c: compaction on demand */
 extern bool ColfileCompactNow(Relation rel, const ColfileCompactRules *rules,

@@ -601,6 +601,8 @@ ColfileColumnUpdate(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 												  ALLOCSET_DEFAULT_SIZES);
 		int			x = -1;
 
+		if (TransactionIdIsCurrentTransactionId(rg.xmin))
+			ColfileNoteOwnGroupUpdated(RelationGetRelid(rel), rg.first_block);
 		b = MemoryContextAllocZero(TopTransactionContext, sizeof(ColumnBuffer));
 		b->cxt = cxt;
 		b->relid = RelationGetRelid(rel);

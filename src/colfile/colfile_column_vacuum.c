@@ -98,22 +98,23 @@ recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
 }
 
 /*
- * The column files of row group rg, oldest first, when every snapshot sees
- * them all (committed before oldest_xmin): *files gets them (ColfileColumnFile,
- * from the per-backend file cache), *tids their tuples' TIDs, *bytes their
- * bytes. False, and nothing listed, when one is not that old yet.
+ * The column files of row group rg, oldest first, as snapshot lists them,
+ * if each one passes: a writer's own (oldest_xmin invalid: written by this
+ * transaction, SnapshotSelf), else settled (committed before oldest_xmin).
+ * *files gets them (ColfileColumnFile, from the per-backend file cache),
+ * *tids their tuples' TIDs, *bytes their bytes. False, and nothing listed,
+ * when one does not pass.
  */
-bool
-ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
-						  TransactionId oldest_xmin, List **files, List **tids,
-						  int64 *bytes)
+static bool
+group_files_if(Relation rel, const ColfileRowGroup *rg, Snapshot snapshot,
+			   TransactionId oldest_xmin, List **files, List **tids, int64 *bytes)
 {
 	ColfileMetaRels ids;
 	Relation	meta;
 	SysScanDesc scan;
 	ScanKeyData key[2];
 	HeapTuple	tup;
-	bool		settled = true;
+	bool		passed = true;
 
 	*files = NIL;
 	*tids = NIL;
@@ -125,7 +126,7 @@ ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
 				Int64GetDatum(rg->first_block));
 	scan = systable_beginscan_ordered(meta, index_open(ids.colfile_idx, AccessShareLock),
-									  SnapshotAny, 2, key);
+									  snapshot, 2, key);
 	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
@@ -134,9 +135,11 @@ ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
 
 		if (ColfileFileTupleGone(tup->t_data))
 			continue;
-		if (!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin))
+		if (TransactionIdIsValid(oldest_xmin) ?
+			(!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin)) :
+			!TransactionIdIsCurrentTransactionId(xmin))
 		{
-			settled = false;
+			passed = false;
 			break;
 		}
 		f = ColfileFileFromTuple(meta, tup);
@@ -149,13 +152,38 @@ ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
 	index_close(scan->irel, AccessShareLock);
 	systable_endscan_ordered(scan);
 	table_close(meta, AccessShareLock);
-	if (!settled)
+	if (!passed)
 	{
 		*files = NIL;
 		*tids = NIL;
 		*bytes = 0;
 	}
-	return settled;
+	return passed;
+}
+
+/*
+ * The column files of row group rg when every snapshot sees them all
+ * (committed before oldest_xmin): see group_files_if
+ */
+bool
+ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
+						  TransactionId oldest_xmin, List **files, List **tids,
+						  int64 *bytes)
+{
+	Assert(TransactionIdIsValid(oldest_xmin));
+	return group_files_if(rel, rg, SnapshotAny, oldest_xmin, files, tids, bytes);
+}
+
+/*
+ * The column files of rg, a group this transaction wrote, when this
+ * transaction wrote them all (those of its aborted subtransactions are not
+ * seen): see group_files_if
+ */
+bool
+ColfileOwnColumnFiles(Relation rel, const ColfileRowGroup *rg, List **files,
+					  List **tids, int64 *bytes)
+{
+	return group_files_if(rel, rg, SnapshotSelf, InvalidTransactionId, files, tids, bytes);
 }
 
 /* Delete the column file tuples at tids (ColfileSettledColumnFiles) */

@@ -33,6 +33,13 @@
  *    files are folded into the rewritten group.
  * mvinc.colfile_compact runs the same in the caller's transaction
  * (colfile_admin.c); the thresholds are the table's (ColfileCompactRules).
+ *
+ * A writing transaction merges its own small groups the same way before
+ * it commits (ColfileMergeGroupsOfWriter, called by colfile_writer.c for
+ * runs of groups over its adjacent TID reservations): nobody else sees
+ * them yet, so none of the rules above is needed, every row is kept (its
+ * own deletions are records by TID, which stays), and its own column
+ * files on them are folded.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -68,6 +75,7 @@ typedef struct Compactor
 	const ColfileCompactRules *rules;
 	ColfileCompactResult res;
 	TransactionId oldest_xmin;	/* VACUUM's horizon */
+	bool		writer;			/* merging its own groups before commit */
 	List	   *touched;		/* groups rewritten or whose files merged */
 	MemoryContext cxt;
 } Compactor;
@@ -226,7 +234,8 @@ rewrite(Compactor *c, CompactSource *src, int nsrc, int total)
 	/* the left-out rows' deletion and lock records go with them */
 	for (i = 0; i < nsrc; i++)
 	{
-		ColfileDeleteRowStatesWhere(rel->rd_node.relNode, src[i].rg, c->dead, c->arg);
+		if (!c->writer)
+			ColfileDeleteRowStatesWhere(rel->rd_node.relNode, src[i].rg, c->dead, c->arg);
 		ColfileDeleteColumnFileTuples(src[i].file_tids);
 		c->res.files_folded += list_length(src[i].files);
 	}
@@ -528,4 +537,68 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 			}
 		}
 	}
+}
+
+/* No row of a writer's own groups is dead to everybody yet */
+static bool
+keep_every_row(void *arg, ItemPointer tid)
+{
+	return false;
+}
+
+/*
+ * Merge consecutive small groups among groups (n of them, TID order, all
+ * written by this transaction, adjacent; files[i] and file_tids[i] list
+ * the column files of groups[i], all this transaction's, which are folded
+ * in) into groups of up to mvinc.colfile_rows_per_group rows, as the
+ * compaction batches them; merged[i] is set for each group merged.
+ * Returns how many were merged.
+ */
+int
+ColfileMergeGroupsOfWriter(Relation rel, ColfileRowGroup *groups,
+						   List **files, List **file_tids, int n, bool *merged)
+{
+	Compactor	c;
+	CompactSource *batch = palloc0(sizeof(CompactSource) * (n + 1));
+	int			cap = Max(colfile_rows_per_group, 1);
+	int			nbatch = 0,
+				batch_rows = 0,
+				start = 0,
+				done = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.rel = rel;
+	c.dead = keep_every_row;
+	c.writer = true;
+	c.cxt = CurrentMemoryContext;
+	for (int i = 0; i <= n; i++)
+	{
+		bool		small = i < n && groups[i].nrows * 4 < cap;
+
+		if (nbatch > 0 && (!small || batch_rows + groups[i].nrows > cap))
+		{
+			if (nbatch >= 2)
+			{
+				rewrite(&c, batch, nbatch, batch_rows);
+				for (int k = start; k < start + nbatch; k++)
+					merged[k] = true;
+				done += nbatch;
+			}
+			nbatch = batch_rows = 0;
+		}
+		if (!small)
+			continue;
+		if (nbatch == 0)
+			start = i;
+		batch[nbatch].rg = &groups[i];
+		batch[nbatch].nlive = groups[i].nrows;
+		batch[nbatch].files = files[i];
+		batch[nbatch].file_tids = file_tids[i];
+		nbatch++;
+		batch_rows += groups[i].nrows;
+	}
+	pfree(batch);
+	if (done > 0)
+		ColfileColumnForgetBinding();
+	return done;
 }

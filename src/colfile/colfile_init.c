@@ -36,6 +36,7 @@ colfile_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
 			ColfileFlushAll();
+			ColfileMergeOwnGroups();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:

@@ -283,6 +283,36 @@ ColfilePruneReservations(Oid relfilenode)
 	CommandCounterIncrement();
 }
 
+/* Delete our reservation tuple at first_block (merge before commit) */
+void
+ColfileDeleteOwnReservation(Oid relfilenode, int64 first_block)
+{
+	ColfileMetaRels ids;
+	Relation	meta;
+	SysScanDesc scan;
+	ScanKeyData key[2];
+	HeapTuple	tup;
+
+	ColfileMetaRelIds(&ids);
+	meta = table_open(ids.rowgroup, RowExclusiveLock);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(first_block));
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true, SnapshotSelf, 2, key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int32		nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+
+		if (nrows < 0 && TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)))
+			simple_heap_delete(meta, &tup->t_self);
+	}
+	systable_endscan(scan);
+	table_close(meta, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
 /*
  * Was this metadata tuple deleted by a committed transaction or by ours?
  * (Only matters for SnapshotAny lookups, which see every version.)

@@ -29,6 +29,7 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
 
@@ -41,6 +42,9 @@ typedef struct WriteBuffer
 	bool		flush_each;		/* exclusion index: flush per insert call */
 	bool		reserved;		/* unique index: reservation row written */
 	int64		first_block;
+	int			nblocks;		/* of TID space it may use */
+	int			max_rows;		/* rows that fit in them, at most a group */
+	struct TidSpace *space;
 	int			nrows;
 	int			natts;
 	int			cap;
@@ -50,6 +54,108 @@ typedef struct WriteBuffer
 } WriteBuffer;
 
 static List *buffers = NIL;		/* in TopTransactionContext */
+
+/*
+ * The TID space this transaction reserved for a table. A new buffer takes
+ * what its predecessors left of it before reserving more, so that small
+ * statements do not each use up a whole group's range, and the groups of
+ * one transaction follow one another with nobody else's in between (they
+ * are merged before commit). TIDs once given to a row are never given
+ * again, even if the row's subtransaction aborted: index entries made for
+ * it may still point there.
+ */
+typedef struct TidSpace
+{
+	Oid			relid;
+	Oid			relfilenode;
+	int64		run_start;		/* first block of our adjacent reservations */
+	int64		next;			/* first block no row was given */
+	int64		end;			/* end of the last reservation */
+	int64		last_size;		/* its blocks */
+} TidSpace;
+
+static List *tid_spaces = NIL;	/* in TopTransactionContext */
+
+/* The TID space for a new buffer of rel: at least one block */
+static TidSpace *
+tid_space_for(Relation rel)
+{
+	TidSpace   *ts = NULL;
+	ListCell   *lc;
+	int			nblocks = (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
+	int64		first;
+
+	foreach(lc, tid_spaces)
+	{
+		TidSpace   *t = lfirst(lc);
+
+		if (t->relid == RelationGetRelid(rel) && t->relfilenode == rel->rd_node.relNode)
+			ts = t;
+	}
+	if (ts == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		ts = palloc0(sizeof(TidSpace));
+		ts->relid = RelationGetRelid(rel);
+		ts->relfilenode = rel->rd_node.relNode;
+		tid_spaces = lappend(tid_spaces, ts);
+		MemoryContextSwitchTo(old);
+	}
+	if (ts->next < ts->end)
+		return ts;
+
+	/*
+	 * A transaction that used up its space reserves twice as much the next
+	 * time (up to 32 groups' worth), so that many small statements make few
+	 * runs even while others insert too. Each statement uses at least a
+	 * block, so no more than about twice the blocks used are reserved.
+	 */
+	if (ts->last_size > 0)
+		nblocks = (int) Min(ts->last_size * 2, (int64) nblocks * 32);
+	ts->last_size = nblocks;
+	/* the id first: VACUUM's compaction mark relies on the order */
+	(void) GetCurrentTransactionId();
+	first = ColfileReserveTidBlocks(rel, nblocks);
+	if (ts->end == 0 || first != ts->end)
+		ts->run_start = first;
+	ts->next = first;
+	ts->end = first + nblocks;
+	return ts;
+}
+
+/*
+ * The row groups this transaction wrote, in the order written, for the
+ * merge before commit (ColfileMergeOwnGroups): every statement's rows make
+ * a group of their own, so a loop of small INSERTs would leave as many
+ * small groups behind.
+ */
+typedef struct OwnGroup
+{
+	Oid			relid;
+	Oid			relfilenode;
+	int64		first_block;
+	int64		run_start;		/* of the TID space it is in (TidSpace) */
+	bool		reserved;		/* a reservation tuple was written */
+	bool		updated;		/* its rows got column files meanwhile */
+} OwnGroup;
+
+static List *own_groups = NIL;	/* in TopTransactionContext */
+
+static void
+remember_group(WriteBuffer *b)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	OwnGroup   *g = palloc0(sizeof(OwnGroup));
+
+	g->relid = b->relid;
+	g->relfilenode = b->relfilenode;
+	g->first_block = b->first_block;
+	g->run_start = b->space->run_start;
+	g->reserved = b->reserved;
+	own_groups = lappend(own_groups, g);
+	MemoryContextSwitchTo(old);
+}
 
 /* Write one row group and record it */
 void
@@ -99,6 +205,57 @@ checking_indexes(Relation rel, bool *unique, bool *exclusion)
 	list_free(idx);
 }
 
+/*
+ * Record TID blocks [first_block, +nblocks) as rows still being buffered,
+ * for other sessions' uniqueness checks (see ColfileRowGroup)
+ */
+static void
+insert_reservation(Relation rel, int64 first_block, int nblocks, CommandId cid)
+{
+	ColfileRowGroup rg;
+
+	memset(&rg, 0, sizeof(rg));
+	rg.first_block = first_block;
+	rg.nrows = -(nblocks * COLFILE_ROWS_PER_BLOCK);
+	rg.directory = palloc0(VARHDRSZ + sizeof(ColfileDirHeader));
+	SET_VARSIZE(rg.directory, VARHDRSZ + sizeof(ColfileDirHeader));
+	ColfileInsertRowGroup(rel, &rg, cid);
+	pfree(rg.directory);
+}
+
+/*
+ * A buffer that filled what was left of our TID space before reaching a
+ * group's rows grows into a new reservation when that one follows on (no
+ * other writer reserved in between), so that a large statement after
+ * small ones is not cut in two. Otherwise the new reservation is left for
+ * the next buffer, and this one is flushed (false).
+ */
+static bool
+extend_buffer(Relation rel, WriteBuffer *b)
+{
+	TidSpace   *ts = b->space;
+	int			full = (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
+	int			more = full - b->nblocks;
+	int64		first;
+
+	if (more <= 0 || b->flush_each || ts->next != ts->end)
+		return false;
+	first = ColfileReserveTidBlocks(rel, more);
+	ts->last_size = Max(ts->last_size, more);
+	if (first != ts->end)
+	{
+		ts->run_start = ts->next = first;
+		ts->end = first + more;
+		return false;
+	}
+	if (b->reserved)
+		insert_reservation(rel, first, more, b->cid);
+	ts->end += more;
+	b->nblocks += more;
+	b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
+	return true;
+}
+
 static WriteBuffer *
 find_buffer(Oid relid)
 {
@@ -146,7 +303,10 @@ flush_buffer(WriteBuffer *b, Relation rel)
 		opened = true;
 	}
 	if (b->nrows > 0 && rel->rd_node.relNode == b->relfilenode)
+	{
 		ColfileWriteGroup(rel, b->first_block, b->nrows, b->values, b->isnull, b->cid);
+		remember_group(b);
+	}
 	if (opened)
 		relation_close(rel, NoLock);
 	drop_buffer(b);
@@ -184,27 +344,20 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 		{
 			bool		unique,
 						exclusion;
-			int			nblocks = (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
 
 			checking_indexes(rel, &unique, &exclusion);
 			b->flush_each = exclusion;
-			/* the id first: VACUUM's compaction mark relies on the order */
-			(void) GetCurrentTransactionId();
-			b->first_block = ColfileReserveTidBlocks(rel, nblocks);
+			b->space = tid_space_for(rel);
+			b->first_block = b->space->next;
+			b->nblocks = (int) (b->space->end - b->space->next);
+			b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
 			if (unique && !exclusion)
 			{
-				ColfileRowGroup rg;
-
-				memset(&rg, 0, sizeof(rg));
-				rg.first_block = b->first_block;
-				rg.nrows = -(nblocks * COLFILE_ROWS_PER_BLOCK);
-				rg.directory = palloc0(VARHDRSZ + sizeof(ColfileDirHeader));
-				SET_VARSIZE(rg.directory, VARHDRSZ + sizeof(ColfileDirHeader));
-				ColfileInsertRowGroup(rel, &rg, cid);
+				insert_reservation(rel, b->first_block, b->nblocks, cid);
 				b->reserved = true;
 			}
 		}
-		b->cap = Min(colfile_rows_per_group, 64);
+		b->cap = Min(b->max_rows, 64);
 		b->values = MemoryContextAlloc(cxt, sizeof(Datum *) * Max(b->natts, 1));
 		b->isnull = MemoryContextAlloc(cxt, sizeof(bool *) * Max(b->natts, 1));
 		for (a = 0; a < b->natts; a++)
@@ -219,7 +372,7 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 
 	if (b->nrows == b->cap)
 	{
-		int			newcap = Min(b->cap * 4, colfile_rows_per_group);
+		int			newcap = Min(b->cap * 4, b->max_rows);
 
 		for (a = 0; a < b->natts; a++)
 		{
@@ -257,11 +410,12 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 	}
 	MemoryContextSwitchTo(old);
 	b->nrows++;
+	b->space->next = b->first_block + (b->nrows + COLFILE_ROWS_PER_BLOCK - 1) / COLFILE_ROWS_PER_BLOCK;
 
 	ColfileTidFor(b->first_block, pos, &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
 
-	if (b->nrows >= colfile_rows_per_group)
+	if (b->nrows >= b->max_rows && !extend_buffer(rel, b))
 		flush_buffer(b, rel);
 }
 
@@ -379,9 +533,181 @@ ColfileDiscardRel(Oid relid)
 {
 	WriteBuffer *b = find_buffer(relid);
 
+	ListCell   *lc;
+
 	if (b)
 		drop_buffer(b);			/* callers delete the metadata, reservation included */
+	foreach(lc, own_groups)
+	{
+		if (((OwnGroup *) lfirst(lc))->relid == relid)
+			own_groups = foreach_delete_current(own_groups, lc);
+	}
 	ColfileColumnDiscardRel(relid);
+}
+
+/*
+ * Column files are being written for the rows of a group at first_block:
+ * if it is one of ours, the merge before commit looks for them (and folds
+ * them in)
+ */
+void
+ColfileNoteOwnGroupUpdated(Oid relid, int64 first_block)
+{
+	ListCell   *lc;
+
+	foreach(lc, own_groups)
+	{
+		OwnGroup   *g = lfirst(lc);
+
+		if (g->relid == relid && g->first_block == first_block)
+			g->updated = true;
+	}
+}
+
+static int
+own_group_cmp(const ListCell *a, const ListCell *b)
+{
+	const OwnGroup *x = lfirst(a);
+	const OwnGroup *y = lfirst(b);
+
+	if (x->relid != y->relid)
+		return x->relid < y->relid ? -1 : 1;
+	if (x->first_block != y->first_block)
+		return x->first_block < y->first_block ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Our group at g, as it is now, and its column files (ours): false unless
+ * it is still there (its subtransaction did not abort) and plain (not
+ * replaced)
+ */
+static bool
+own_group_now(Relation rel, const OwnGroup *g, ColfileRowGroup *rg,
+			  List **files, List **file_tids)
+{
+	int64		bytes;
+
+	*files = *file_tids = NIL;
+	return ColfileFindRowGroup(g->relfilenode, g->first_block, SnapshotSelf, rg) &&
+		rg->first_block == g->first_block &&
+		rg->nrows > 0 && rg->ext_off == 0 &&
+		TransactionIdIsCurrentTransactionId(rg->xmin) &&
+		(!g->updated || ColfileOwnColumnFiles(rel, rg, files, file_tids, &bytes));
+}
+
+/* Merge n of our groups of rel (adjacent ones, as they are now) */
+static void
+merge_groups(Relation rel, OwnGroup **own, ColfileRowGroup *groups,
+			 List **files, List **file_tids, int n)
+{
+	bool	   *merged;
+
+	if (n < 2)
+		return;
+	merged = palloc0(sizeof(bool) * n);
+	if (ColfileMergeGroupsOfWriter(rel, groups, files, file_tids, n, merged) == 0)
+		return;
+
+	/*
+	 * Our reservation tuples inside a merged range would sort before the
+	 * merged group's and answer lookups of its later TIDs
+	 */
+	for (int i = 0; i < n; i++)
+		if (merged[i] && own[i]->reserved)
+			ColfileDeleteOwnReservation(own[i]->relfilenode, own[i]->first_block);
+}
+
+/* Merge a run of our groups of rel over adjacent reservations */
+static void
+merge_run(Relation rel, OwnGroup **run, int n)
+{
+	ColfileRowGroup *groups;
+	OwnGroup  **own;
+	List	  **files;
+	List	  **file_tids;
+	int			m = 0;
+
+	if (n < 2)
+		return;
+	groups = palloc(sizeof(ColfileRowGroup) * n);
+	own = palloc(sizeof(OwnGroup *) * n);
+	files = palloc(sizeof(List *) * n);
+	file_tids = palloc(sizeof(List *) * n);
+	for (int i = 0; i <= n; i++)
+	{
+		if (i < n && own_group_now(rel, run[i], &groups[m], &files[m], &file_tids[m]))
+		{
+			own[m++] = run[i];
+			continue;
+		}
+		/* a gap (or the end): what is before it merges on its own */
+		merge_groups(rel, own, groups, files, file_tids, m);
+		m = 0;
+	}
+}
+
+/*
+ * Before commit (after the last flush): the small row groups this
+ * transaction wrote into a table, one per statement, are merged into
+ * groups of up to mvinc.colfile_rows_per_group rows (as VACUUM's
+ * compaction merges committed ones), keeping every row's TID. Only runs of
+ * groups whose TID reservations follow one another are merged: no other
+ * transaction can have a group between them, so a lookup of any of their
+ * TIDs finds the merged group. Other sessions see the merged group only
+ * once we commit (lookups that are not MVCC read the groups it replaces
+ * until then: colfile_meta.c, compaction_in_progress).
+ */
+void
+ColfileMergeOwnGroups(void)
+{
+	MemoryContext cxt,
+				old;
+	List	   *sorted;
+	int			i,
+				n;
+
+	if (list_length(own_groups) < 2)
+		return;
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile merge before commit",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	sorted = list_copy(own_groups);
+	list_sort(sorted, own_group_cmp);
+	n = list_length(sorted);
+	for (i = 0; i < n;)
+	{
+		OwnGroup   *first = list_nth(sorted, i);
+		Relation	rel = try_relation_open(first->relid, NoLock);
+		OwnGroup  **run = palloc(sizeof(OwnGroup *) * n);
+		int			nrun = 0;
+		int			j;
+
+		/* this relation's entries: i .. j-1 */
+		for (j = i; j < n && ((OwnGroup *) list_nth(sorted, j))->relid == first->relid; j++)
+			;
+		if (rel != NULL)
+		{
+			for (int k = i; k < j; k++)
+			{
+				OwnGroup   *g = list_nth(sorted, k);
+
+				if (g->relfilenode != rel->rd_node.relNode)
+					continue;	/* storage since replaced (TRUNCATE) */
+				if (nrun > 0 && run[nrun - 1]->run_start != g->run_start)
+				{
+					merge_run(rel, run, nrun);
+					nrun = 0;
+				}
+				run[nrun++] = g;
+			}
+			merge_run(rel, run, nrun);
+			relation_close(rel, NoLock);
+		}
+		i = j;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
 }
 
 /* Transaction end: pre-commit flushes were done; forget everything */
@@ -389,6 +715,8 @@ void
 ColfileWriterXactCallback(bool commit)
 {
 	buffers = NIL;				/* memory goes with TopTransactionContext */
+	own_groups = NIL;
+	tid_spaces = NIL;
 	ColfileColumnXactEnd();
 }
 
@@ -415,5 +743,9 @@ ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
 			}
 		}
 	}
+	/*
+	 * Our groups of an aborted subtransaction stay listed: the merge before
+	 * commit no longer finds them, and merges around them
+	 */
 	ColfileColumnSubXact(commit, mySubid, parentSubid);
 }
