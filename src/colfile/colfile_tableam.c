@@ -73,7 +73,9 @@ typedef struct ColfileScanDescData
 	ColfileGroupCache *cur;
 	ColfileGroupCache *prev;
 	HTAB	   *deleted;		/* MVCC snapshots: deleted rows */
+	bool	   *group_deleted;	/* [ngroups]: has rows in deleted (NULL: none) */
 	bool		check_each;		/* other snapshots: check rows one by one */
+	bool		cur_all_visible;	/* every row of cur is visible */
 	ColfileProj *proj;			/* NULL: every column */
 	ColfileFileSet *files;		/* column files the snapshot sees, or NULL */
 	ColfileSkipKey *skip;		/* quals checked against chunk min/max */
@@ -90,6 +92,8 @@ typedef struct ColfileScanDescData
 } ColfileScanDescData;
 
 typedef ColfileScanDescData *ColfileScanDesc;
+
+static void mark_groups_with_deletions(ColfileScanDesc s);
 
 typedef struct ColfileIndexFetchData
 {
@@ -350,7 +354,10 @@ load_groups(ColfileScanDesc s)
 	s->group_start[i] = s->total_rows;
 	s->files = ColfileListColumnFiles(rel, snap, s->cxt);
 	if (snap->snapshot_type == SNAPSHOT_MVCC)
+	{
 		s->deleted = ColfileDeletedSet(rel->rd_node.relNode, snap);
+		mark_groups_with_deletions(s);
+	}
 	else if (snap->snapshot_type != SNAPSHOT_ANY)
 		s->check_each = true;
 	s->loaded = true;
@@ -444,11 +451,13 @@ row_visible(ColfileScanDesc s, int pos)
 {
 	ItemPointerData tid;
 
+	if (s->cur_all_visible)
+		return true;
 	if (ColfileGroupRowGone(&s->cur->rg, pos))
 		return false;
 	ColfileGroupTid(&s->cur->rg, pos, &tid);
 	if (s->deleted)
-		return hash_get_num_entries(s->deleted) == 0 ||
+		return s->group_deleted == NULL || !s->group_deleted[s->cur_gi] ||
 			!ColfileDeletedSetContains(s->deleted, &tid);
 	if (s->check_each)
 	{
@@ -466,6 +475,52 @@ row_visible(ColfileScanDesc s, int pos)
 	return true;
 }
 
+/*
+ * Which groups have rows in the deleted set (the others' rows need no
+ * lookup in it): each deleted TID's group found by binary search over the
+ * groups in TID order (their TID ranges do not overlap)
+ */
+static void
+mark_groups_with_deletions(ColfileScanDesc s)
+{
+	HASH_SEQ_STATUS seq;
+	ItemPointer tid;
+
+	if (hash_get_num_entries(s->deleted) == 0 || s->ngroups == 0)
+		return;
+	s->group_deleted = palloc0(sizeof(bool) * s->ngroups);
+	for (int i = 1; i < s->ngroups; i++)
+	{
+		if (s->groups[i]->first_block <= s->groups[i - 1]->first_block)
+		{
+			/* not in TID order (not expected): check every group's rows */
+			memset(s->group_deleted, true, sizeof(bool) * s->ngroups);
+			return;
+		}
+	}
+	hash_seq_init(&seq, s->deleted);
+	while ((tid = hash_seq_search(&seq)) != NULL)
+	{
+		int64		block = ItemPointerGetBlockNumberNoCheck(tid);
+		int			lo = 0,
+					hi = s->ngroups - 1;
+
+		/* the last group starting at or below block */
+		while (lo < hi)
+		{
+			int			mid = (lo + hi + 1) / 2;
+
+			if (s->groups[mid]->first_block <= block)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		if (s->groups[lo]->first_block <= block &&
+			block <= ColfileGroupLastBlock(s->groups[lo]))
+			s->group_deleted[lo] = true;
+	}
+}
+
 /* Make group gi the current decoded group */
 static void
 ensure_group(ColfileScanDesc s, int gi)
@@ -474,6 +529,9 @@ ensure_group(ColfileScanDesc s, int gi)
 	{
 		enter_group(s, gi);
 		s->cur_gi = gi;
+		/* most groups need no check per row */
+		s->cur_all_visible = !s->check_each && s->cur->rg.dead_off == 0 &&
+			(s->group_deleted == NULL || !s->group_deleted[gi]);
 	}
 }
 
