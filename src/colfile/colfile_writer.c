@@ -136,6 +136,7 @@ typedef struct OwnGroup
 	Oid			relfilenode;
 	int64		first_block;
 	int64		run_start;		/* of the TID space it is in (TidSpace) */
+	int			nrows;
 	bool		reserved;		/* a reservation tuple was written */
 	bool		updated;		/* its rows got column files meanwhile */
 } OwnGroup;
@@ -152,6 +153,7 @@ remember_group(WriteBuffer *b)
 	g->relfilenode = b->relfilenode;
 	g->first_block = b->first_block;
 	g->run_start = b->space->run_start;
+	g->nrows = b->nrows;
 	g->reserved = b->reserved;
 	own_groups = lappend(own_groups, g);
 	MemoryContextSwitchTo(old);
@@ -636,7 +638,9 @@ merge_run(Relation rel, OwnGroup **run, int n)
 	file_tids = palloc(sizeof(List *) * n);
 	for (int i = 0; i <= n; i++)
 	{
-		if (i < n && own_group_now(rel, run[i], &groups[m], &files[m], &file_tids[m]))
+		/* a large group is left as it is: not worth looking up */
+		if (i < n && run[i]->nrows * 4 < Max(colfile_rows_per_group, 1) &&
+			own_group_now(rel, run[i], &groups[m], &files[m], &file_tids[m]))
 		{
 			own[m++] = run[i];
 			continue;
