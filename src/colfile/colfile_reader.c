@@ -339,7 +339,12 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 	if (gc->nvisible > 0 && gc->by_block)
 		ColfileOverlayRow(rel, gc, pos, slot, proj);
 	ExecStoreVirtualTuple(slot);
-	ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
+	if (gc->rg.rowids_off == 0)
+		ItemPointerSet(&slot->tts_tid,
+					   (BlockNumber) (gc->rg.first_block + pos / COLFILE_ROWS_PER_BLOCK),
+					   (OffsetNumber) (pos % COLFILE_ROWS_PER_BLOCK + 1));	/* per row: inline */
+	else
+		ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 

@@ -29,6 +29,7 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
@@ -662,21 +663,14 @@ merge_run(Relation rel, OwnGroup **run, int n)
  * once we commit (lookups that are not MVCC read the groups it replaces
  * until then: colfile_meta.c, compaction_in_progress).
  */
-void
-ColfileMergeOwnGroups(void)
+/* ColfileMergeOwnGroups' work, in its subtransaction */
+static void
+merge_own_groups(void)
 {
-	MemoryContext cxt,
-				old;
-	List	   *sorted;
+	List	   *sorted = list_copy(own_groups);
 	int			i,
 				n;
 
-	if (list_length(own_groups) < 2)
-		return;
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile merge before commit",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	sorted = list_copy(own_groups);
 	list_sort(sorted, own_group_cmp);
 	n = list_length(sorted);
 	for (i = 0; i < n;)
@@ -710,6 +704,47 @@ ColfileMergeOwnGroups(void)
 		}
 		i = j;
 	}
+}
+
+void
+ColfileMergeOwnGroups(void)
+{
+	MemoryContext cxt;
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	if (list_length(own_groups) < 2)
+		return;
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile merge before commit",
+								ALLOCSET_DEFAULT_SIZES);
+
+	/*
+	 * In a subtransaction: the merge only tidies up, and must not make the
+	 * commit fail (a cancel, a serialization failure of the metadata
+	 * writes, a full disk): on an error the groups stay as they are.
+	 */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		merge_own_groups();
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ereport(WARNING,
+				(errmsg("could not merge the row groups this transaction wrote"),
+				 errdetail("%s", edata->message),
+				 errhint("The rows are committed in one row group per statement; VACUUM merges them.")));
+	}
+	PG_END_TRY();
+	CurrentResourceOwner = owner;
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 }
