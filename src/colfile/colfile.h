@@ -422,7 +422,13 @@ extern void ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
 								 SubTransactionId parentSubid);
 extern void ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
 							  Datum **values, bool **isnull, CommandId cid);
+
+/* colfile_commit_merge.c */
+extern void ColfileRememberOwnGroup(Oid relid, Oid relfilenode, int64 first_block,
+									int64 run_start, int nrows, bool reserved);
 extern void ColfileNoteOwnGroupUpdated(Oid relid, int64 first_block);
+extern void ColfileForgetOwnGroups(Oid relid);
+extern void ColfileOwnGroupsXactEnd(void);
 extern void ColfileMergeOwnGroups(void);
 
 /* colfile_reader.c */
@@ -577,9 +583,8 @@ extern bool ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 						   ColfileRowDead dead, void *arg,
 						   const ColfileCompactRules *rules,
 						   ColfileCompactResult *result);
-extern int	ColfileMergeGroupsOfWriter(Relation rel, ColfileRowGroup *groups,
-									   List **files, List **file_tids, int n,
-									   bool *merged);
+extern void ColfileMergeGroupsOfWriter(Relation rel, ColfileRowGroup *groups,
+									   List **files, List **file_tids, int n);
 
 /* colfile_vacuum.c: compaction on demand */
 extern bool ColfileCompactNow(Relation rel, const ColfileCompactRules *rules,

@@ -547,58 +547,33 @@ keep_every_row(void *arg, ItemPointer tid)
 }
 
 /*
- * Merge consecutive small groups among groups (n of them, TID order, all
- * written by this transaction, adjacent; files[i] and file_tids[i] list
- * the column files of groups[i], all this transaction's, which are folded
- * in) into groups of up to mvinc.colfile_rows_per_group rows, as the
- * compaction batches them; merged[i] is set for each group merged.
- * Returns how many were merged.
+ * Merge groups (n >= 2 of them, TID order, all written by this transaction
+ * over adjacent TID space) into one, every row kept under its TID; files[i]
+ * and file_tids[i] list the column files of groups[i], all this
+ * transaction's, which are folded in (colfile_commit_merge.c batches them)
  */
-int
+void
 ColfileMergeGroupsOfWriter(Relation rel, ColfileRowGroup *groups,
-						   List **files, List **file_tids, int n, bool *merged)
+						   List **files, List **file_tids, int n)
 {
 	Compactor	c;
-	CompactSource *batch = palloc0(sizeof(CompactSource) * (n + 1));
-	int			cap = Max(colfile_rows_per_group, 1);
-	int			nbatch = 0,
-				batch_rows = 0,
-				start = 0,
-				done = 0;
+	CompactSource *src = palloc0(sizeof(CompactSource) * n);
+	int			rows = 0;
 
 	memset(&c, 0, sizeof(c));
 	c.rel = rel;
 	c.dead = keep_every_row;
 	c.writer = true;
 	c.cxt = CurrentMemoryContext;
-	for (int i = 0; i <= n; i++)
+	for (int i = 0; i < n; i++)
 	{
-		bool		small = i < n && groups[i].nrows * 4 < cap;
-
-		if (nbatch > 0 && (!small || batch_rows + groups[i].nrows > cap))
-		{
-			if (nbatch >= 2)
-			{
-				rewrite(&c, batch, nbatch, batch_rows);
-				for (int k = start; k < start + nbatch; k++)
-					merged[k] = true;
-				done += nbatch;
-			}
-			nbatch = batch_rows = 0;
-		}
-		if (!small)
-			continue;
-		if (nbatch == 0)
-			start = i;
-		batch[nbatch].rg = &groups[i];
-		batch[nbatch].nlive = groups[i].nrows;
-		batch[nbatch].files = files[i];
-		batch[nbatch].file_tids = file_tids[i];
-		nbatch++;
-		batch_rows += groups[i].nrows;
+		src[i].rg = &groups[i];
+		src[i].nlive = groups[i].nrows;
+		src[i].files = files[i];
+		src[i].file_tids = file_tids[i];
+		rows += groups[i].nrows;
 	}
-	pfree(batch);
-	if (done > 0)
-		ColfileColumnForgetBinding();
-	return done;
+	rewrite(&c, src, n, rows);
+	pfree(src);
+	ColfileColumnForgetBinding();
 }

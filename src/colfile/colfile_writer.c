@@ -29,8 +29,6 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
 
@@ -46,6 +44,7 @@ typedef struct WriteBuffer
 	int			nblocks;		/* of TID space it may use */
 	int			max_rows;		/* rows that fit in them, at most a group */
 	struct TidSpace *space;
+	int64		run_start;		/* of the space's run when it started */
 	int			nrows;
 	int			natts;
 	int			cap;
@@ -63,7 +62,10 @@ static List *buffers = NIL;		/* in TopTransactionContext */
  * one transaction follow one another with nobody else's in between (they
  * are merged before commit). TIDs once given to a row are never given
  * again, even if the row's subtransaction aborted: index entries made for
- * it may still point there.
+ * it may still point there. Nor are the blocks an aborted reservation
+ * tuple covers (a buffer of a table with a unique index reserves the rest
+ * of the space): VACUUM takes every TID in an aborted reservation's range
+ * for dead, so what is left of the space is given up (res_subid).
  */
 typedef struct TidSpace
 {
@@ -73,6 +75,8 @@ typedef struct TidSpace
 	int64		next;			/* first block no row was given */
 	int64		end;			/* end of the last reservation */
 	int64		last_size;		/* its blocks */
+	SubTransactionId res_subid;	/* innermost subtransaction whose reservation
+								 * tuple covers blocks not given yet */
 } TidSpace;
 
 static List *tid_spaces = NIL;	/* in TopTransactionContext */
@@ -122,42 +126,8 @@ tid_space_for(Relation rel)
 		ts->run_start = first;
 	ts->next = first;
 	ts->end = first + nblocks;
+	ts->res_subid = InvalidSubTransactionId;	/* no reservation covers it yet */
 	return ts;
-}
-
-/*
- * The row groups this transaction wrote, in the order written, for the
- * merge before commit (ColfileMergeOwnGroups): every statement's rows make
- * a group of their own, so a loop of small INSERTs would leave as many
- * small groups behind.
- */
-typedef struct OwnGroup
-{
-	Oid			relid;
-	Oid			relfilenode;
-	int64		first_block;
-	int64		run_start;		/* of the TID space it is in (TidSpace) */
-	int			nrows;
-	bool		reserved;		/* a reservation tuple was written */
-	bool		updated;		/* its rows got column files meanwhile */
-} OwnGroup;
-
-static List *own_groups = NIL;	/* in TopTransactionContext */
-
-static void
-remember_group(WriteBuffer *b)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	OwnGroup   *g = palloc0(sizeof(OwnGroup));
-
-	g->relid = b->relid;
-	g->relfilenode = b->relfilenode;
-	g->first_block = b->first_block;
-	g->run_start = b->space->run_start;
-	g->nrows = b->nrows;
-	g->reserved = b->reserved;
-	own_groups = lappend(own_groups, g);
-	MemoryContextSwitchTo(old);
 }
 
 /* Write one row group and record it */
@@ -241,7 +211,12 @@ extend_buffer(Relation rel, WriteBuffer *b)
 	int			more = full - b->nblocks;
 	int64		first;
 
-	if (more <= 0 || b->flush_each || ts->next != ts->end)
+	/*
+	 * Not with a reservation tuple (unique index): one for the new blocks
+	 * would sort inside the group, and could not be deleted in the command
+	 * that inserted it
+	 */
+	if (more <= 0 || b->flush_each || b->reserved || ts->next != ts->end)
 		return false;
 	first = ColfileReserveTidBlocks(rel, more);
 	ts->last_size = Max(ts->last_size, more);
@@ -249,10 +224,9 @@ extend_buffer(Relation rel, WriteBuffer *b)
 	{
 		ts->run_start = ts->next = first;
 		ts->end = first + more;
+		ts->res_subid = InvalidSubTransactionId;
 		return false;
 	}
-	if (b->reserved)
-		insert_reservation(rel, first, more, b->cid);
 	ts->end += more;
 	b->nblocks += more;
 	b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
@@ -308,7 +282,8 @@ flush_buffer(WriteBuffer *b, Relation rel)
 	if (b->nrows > 0 && rel->rd_node.relNode == b->relfilenode)
 	{
 		ColfileWriteGroup(rel, b->first_block, b->nrows, b->values, b->isnull, b->cid);
-		remember_group(b);
+		ColfileRememberOwnGroup(b->relid, b->relfilenode, b->first_block,
+								b->run_start, b->nrows, b->reserved);
 	}
 	if (opened)
 		relation_close(rel, NoLock);
@@ -351,12 +326,14 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 			checking_indexes(rel, &unique, &exclusion);
 			b->flush_each = exclusion;
 			b->space = tid_space_for(rel);
+			b->run_start = b->space->run_start;
 			b->first_block = b->space->next;
 			b->nblocks = (int) (b->space->end - b->space->next);
 			b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
 			if (unique && !exclusion)
 			{
 				insert_reservation(rel, b->first_block, b->nblocks, cid);
+				b->space->res_subid = GetCurrentSubTransactionId();
 				b->reserved = true;
 			}
 		}
@@ -540,213 +517,14 @@ ColfileDiscardRel(Oid relid)
 
 	if (b)
 		drop_buffer(b);			/* callers delete the metadata, reservation included */
-	foreach(lc, own_groups)
+	ColfileForgetOwnGroups(relid);
+	/* a truncated file's allocator starts again: so does our space */
+	foreach(lc, tid_spaces)
 	{
-		if (((OwnGroup *) lfirst(lc))->relid == relid)
-			own_groups = foreach_delete_current(own_groups, lc);
+		if (((TidSpace *) lfirst(lc))->relid == relid)
+			tid_spaces = foreach_delete_current(tid_spaces, lc);
 	}
 	ColfileColumnDiscardRel(relid);
-}
-
-/*
- * Column files are being written for the rows of a group at first_block:
- * if it is one of ours, the merge before commit looks for them (and folds
- * them in)
- */
-void
-ColfileNoteOwnGroupUpdated(Oid relid, int64 first_block)
-{
-	ListCell   *lc;
-
-	foreach(lc, own_groups)
-	{
-		OwnGroup   *g = lfirst(lc);
-
-		if (g->relid == relid && g->first_block == first_block)
-			g->updated = true;
-	}
-}
-
-static int
-own_group_cmp(const ListCell *a, const ListCell *b)
-{
-	const OwnGroup *x = lfirst(a);
-	const OwnGroup *y = lfirst(b);
-
-	if (x->relid != y->relid)
-		return x->relid < y->relid ? -1 : 1;
-	if (x->first_block != y->first_block)
-		return x->first_block < y->first_block ? -1 : 1;
-	return 0;
-}
-
-/*
- * Our group at g, as it is now, and its column files (ours): false unless
- * it is still there (its subtransaction did not abort) and plain (not
- * replaced)
- */
-static bool
-own_group_now(Relation rel, const OwnGroup *g, ColfileRowGroup *rg,
-			  List **files, List **file_tids)
-{
-	int64		bytes;
-
-	*files = *file_tids = NIL;
-	return ColfileFindRowGroup(g->relfilenode, g->first_block, SnapshotSelf, rg) &&
-		rg->first_block == g->first_block &&
-		rg->nrows > 0 && rg->ext_off == 0 &&
-		TransactionIdIsCurrentTransactionId(rg->xmin) &&
-		(!g->updated || ColfileOwnColumnFiles(rel, rg, files, file_tids, &bytes));
-}
-
-/* Merge n of our groups of rel (adjacent ones, as they are now) */
-static void
-merge_groups(Relation rel, OwnGroup **own, ColfileRowGroup *groups,
-			 List **files, List **file_tids, int n)
-{
-	bool	   *merged;
-
-	if (n < 2)
-		return;
-	merged = palloc0(sizeof(bool) * n);
-	if (ColfileMergeGroupsOfWriter(rel, groups, files, file_tids, n, merged) == 0)
-		return;
-
-	/*
-	 * Our reservation tuples inside a merged range would sort before the
-	 * merged group's and answer lookups of its later TIDs
-	 */
-	for (int i = 0; i < n; i++)
-		if (merged[i] && own[i]->reserved)
-			ColfileDeleteOwnReservation(own[i]->relfilenode, own[i]->first_block);
-}
-
-/* Merge a run of our groups of rel over adjacent reservations */
-static void
-merge_run(Relation rel, OwnGroup **run, int n)
-{
-	ColfileRowGroup *groups;
-	OwnGroup  **own;
-	List	  **files;
-	List	  **file_tids;
-	int			m = 0;
-
-	if (n < 2)
-		return;
-	groups = palloc(sizeof(ColfileRowGroup) * n);
-	own = palloc(sizeof(OwnGroup *) * n);
-	files = palloc(sizeof(List *) * n);
-	file_tids = palloc(sizeof(List *) * n);
-	for (int i = 0; i <= n; i++)
-	{
-		/* a large group is left as it is: not worth looking up */
-		if (i < n && run[i]->nrows * 4 < Max(colfile_rows_per_group, 1) &&
-			own_group_now(rel, run[i], &groups[m], &files[m], &file_tids[m]))
-		{
-			own[m++] = run[i];
-			continue;
-		}
-		/* a gap (or the end): what is before it merges on its own */
-		merge_groups(rel, own, groups, files, file_tids, m);
-		m = 0;
-	}
-}
-
-/*
- * Before commit (after the last flush): the small row groups this
- * transaction wrote into a table, one per statement, are merged into
- * groups of up to mvinc.colfile_rows_per_group rows (as VACUUM's
- * compaction merges committed ones), keeping every row's TID. Only runs of
- * groups whose TID reservations follow one another are merged: no other
- * transaction can have a group between them, so a lookup of any of their
- * TIDs finds the merged group. Other sessions see the merged group only
- * once we commit (lookups that are not MVCC read the groups it replaces
- * until then: colfile_meta.c, compaction_in_progress).
- */
-/* ColfileMergeOwnGroups' work, in its subtransaction */
-static void
-merge_own_groups(void)
-{
-	List	   *sorted = list_copy(own_groups);
-	int			i,
-				n;
-
-	list_sort(sorted, own_group_cmp);
-	n = list_length(sorted);
-	for (i = 0; i < n;)
-	{
-		OwnGroup   *first = list_nth(sorted, i);
-		Relation	rel = try_relation_open(first->relid, NoLock);
-		OwnGroup  **run = palloc(sizeof(OwnGroup *) * n);
-		int			nrun = 0;
-		int			j;
-
-		/* this relation's entries: i .. j-1 */
-		for (j = i; j < n && ((OwnGroup *) list_nth(sorted, j))->relid == first->relid; j++)
-			;
-		if (rel != NULL)
-		{
-			for (int k = i; k < j; k++)
-			{
-				OwnGroup   *g = list_nth(sorted, k);
-
-				if (g->relfilenode != rel->rd_node.relNode)
-					continue;	/* storage since replaced (TRUNCATE) */
-				if (nrun > 0 && run[nrun - 1]->run_start != g->run_start)
-				{
-					merge_run(rel, run, nrun);
-					nrun = 0;
-				}
-				run[nrun++] = g;
-			}
-			merge_run(rel, run, nrun);
-			relation_close(rel, NoLock);
-		}
-		i = j;
-	}
-}
-
-void
-ColfileMergeOwnGroups(void)
-{
-	MemoryContext cxt;
-	MemoryContext old = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-
-	if (list_length(own_groups) < 2)
-		return;
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "colfile merge before commit",
-								ALLOCSET_DEFAULT_SIZES);
-
-	/*
-	 * In a subtransaction: the merge only tidies up, and must not make the
-	 * commit fail (a cancel, a serialization failure of the metadata
-	 * writes, a full disk): on an error the groups stay as they are.
-	 */
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		merge_own_groups();
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		ereport(WARNING,
-				(errmsg("could not merge the row groups this transaction wrote"),
-				 errdetail("%s", edata->message),
-				 errhint("The rows are committed in one row group per statement; VACUUM merges them.")));
-	}
-	PG_END_TRY();
-	CurrentResourceOwner = owner;
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
 }
 
 /* Transaction end: pre-commit flushes were done; forget everything */
@@ -754,8 +532,8 @@ void
 ColfileWriterXactCallback(bool commit)
 {
 	buffers = NIL;				/* memory goes with TopTransactionContext */
-	own_groups = NIL;
 	tid_spaces = NIL;
+	ColfileOwnGroupsXactEnd();
 	ColfileColumnXactEnd();
 }
 
@@ -782,9 +560,24 @@ ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
 			}
 		}
 	}
+	foreach(lc, tid_spaces)
+	{
+		TidSpace   *ts = lfirst(lc);
+
+		if (ts->res_subid != mySubid)
+			continue;
+		if (commit)
+			ts->res_subid = parentSubid;
+		else
+		{
+			/* its reservation tuples are aborted: see TidSpace */
+			ts->next = ts->end;
+			ts->res_subid = InvalidSubTransactionId;
+		}
+	}
 	/*
-	 * Our groups of an aborted subtransaction stay listed: the merge before
-	 * commit no longer finds them, and merges around them
+	 * (Our groups of an aborted subtransaction stay listed: the merge before
+	 * commit no longer finds them, and merges around them.)
 	 */
 	ColfileColumnSubXact(commit, mySubid, parentSubid);
 }

@@ -127,11 +127,95 @@ INSERT INTO cm2 VALUES (2, 2);
 COMMIT;
 SELECT row_group, rows FROM mvinc.colfile_row_groups('cm2');
 
+-- a unique index: every buffer records its TID range for other sessions'
+-- uniqueness checks; a large statement after a small one (no extension of
+-- its range then), and a rolled-back savepoint whose reservation covered
+-- what was left of the transaction's TID space (later rows must not fall
+-- in it: VACUUM takes every TID of an aborted reservation for dead)
+CREATE TABLE cu (id int PRIMARY KEY, v int) USING colfile;
+CREATE FUNCTION cu_check() RETURNS TABLE (rows bigint, by_key bigint, problems bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  rows := (SELECT count(*) FROM cu);
+  SET LOCAL enable_seqscan = off;
+  SET LOCAL enable_bitmapscan = off;
+  by_key := (SELECT count(*) FROM (SELECT id FROM cu) s WHERE EXISTS (SELECT 1 FROM cu c WHERE c.id = s.id));
+  problems := (SELECT count(*) FROM mvinc.colfile_check('cu'));
+  RETURN NEXT;
+END $$;
+BEGIN;
+INSERT INTO cu VALUES (0, 0);
+INSERT INTO cu SELECT i, i FROM generate_series(1, 1500) i;
+COMMIT;
+SELECT * FROM cu_check();
+UPDATE cu SET v = -1 WHERE id = 1499;
+SELECT * FROM cu WHERE id = 1499;
+INSERT INTO cu VALUES (1499, 0);
+BEGIN;
+INSERT INTO cu VALUES (2001, 1);
+SAVEPOINT s;
+INSERT INTO cu VALUES (0, 99);
+ROLLBACK TO s;
+INSERT INTO cu VALUES (2002, 2);
+INSERT INTO cu VALUES (2003, 3);
+COMMIT;
+VACUUM cu;
+SELECT * FROM cu_check();
+INSERT INTO cu VALUES (2002, 22);
+-- the same through an exception block
+DO $$ BEGIN
+  FOR i IN 3001..3010 LOOP
+    BEGIN
+      INSERT INTO cu VALUES (i, i);
+      IF i % 3 = 0 THEN INSERT INTO cu VALUES (0, i); END IF;
+    EXCEPTION WHEN unique_violation THEN NULL;
+    END;
+  END LOOP;
+END $$;
+VACUUM cu;
+SELECT * FROM cu_check();
+SELECT count(*) FROM cu WHERE id BETWEEN 3001 AND 3010;
+
+-- an exclusion constraint writes a group per row, all in the last (and
+-- only) command of the transaction: merged too
+CREATE TABLE cx (r int4range, EXCLUDE USING gist (r WITH &&)) USING colfile;
+INSERT INTO cx SELECT int4range(i * 10, i * 10 + 5) FROM generate_series(1, 10) i;
+SELECT count(*) AS groups, sum(rows) AS rows FROM mvinc.colfile_row_groups('cx');
+INSERT INTO cx VALUES (int4range(52, 53));
+SET enable_seqscan = off;
+SELECT r FROM cx WHERE r && int4range(40, 71) ORDER BY r;
+RESET enable_seqscan;
+DROP TABLE cx;
+
+-- TRUNCATE of a table created, or already truncated, in the transaction:
+-- the file's TID allocator starts again, and so does the transaction's
+BEGIN;
+CREATE TABLE ct (id int PRIMARY KEY, v int) USING colfile;
+INSERT INTO ct VALUES (1, 1);
+TRUNCATE ct;
+INSERT INTO ct VALUES (2, 2);
+COMMIT;
+INSERT INTO ct VALUES (3, 3);
+BEGIN;
+TRUNCATE ct;
+INSERT INTO ct VALUES (4, 4);
+TRUNCATE ct;
+INSERT INTO ct VALUES (5, 5);
+INSERT INTO ct VALUES (6, 6);
+COMMIT;
+INSERT INTO ct VALUES (7, 7);
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SELECT * FROM ct WHERE id IN (1, 2, 3, 4, 5, 6, 7) ORDER BY id;
+RESET enable_seqscan; RESET enable_bitmapscan;
+SELECT * FROM ct ORDER BY id;
+SELECT count(*) AS problems FROM mvinc.colfile_check('ct');
+
 -- what VACUUM and a compaction find afterwards is whole
 VACUUM cm;
 SELECT * FROM cm_same();
 SELECT groups_rewritten >= 0 AS compacted FROM mvinc.colfile_compact('cm');
 SELECT * FROM cm_same();
 
-DROP TABLE cm, cm_heap, cm2;
+DROP TABLE cm, cm_heap, cm2, cu, ct;
+DROP FUNCTION cu_check();
 DROP FUNCTION cm_both(text), cm_insert(int, int, int, text), cm_same();
