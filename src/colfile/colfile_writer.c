@@ -63,9 +63,11 @@ static List *buffers = NIL;		/* in TopTransactionContext */
  * are merged before commit). TIDs once given to a row are never given
  * again, even if the row's subtransaction aborted: index entries made for
  * it may still point there. Nor are the blocks an aborted reservation
- * tuple covers (a buffer of a table with a unique index reserves the rest
- * of the space): VACUUM takes every TID in an aborted reservation's range
- * for dead, so what is left of the space is given up (res_subid).
+ * tuple covers (a buffer of a table with a unique index records up to a
+ * group's blocks of the space): VACUUM takes every TID in an aborted
+ * reservation's range for dead, so they are skipped (res_subid, res_end).
+ * Every reservation tuple starts at or after the previous one and ends at
+ * or after its end, so skipping to the latest one's end skips them all.
  */
 typedef struct TidSpace
 {
@@ -77,6 +79,7 @@ typedef struct TidSpace
 	int64		last_size;		/* its blocks */
 	SubTransactionId res_subid;	/* innermost subtransaction whose reservation
 								 * tuple covers blocks not given yet */
+	int64		res_end;		/* end of the latest reservation tuple's range */
 } TidSpace;
 
 static List *tid_spaces = NIL;	/* in TopTransactionContext */
@@ -329,13 +332,17 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 			b->run_start = b->space->run_start;
 			b->first_block = b->space->next;
 			b->nblocks = (int) (b->space->end - b->space->next);
-			b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
 			if (unique && !exclusion)
 			{
+				/* a group's blocks at most: see TidSpace */
+				b->nblocks = Min(b->nblocks, (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) /
+								 COLFILE_ROWS_PER_BLOCK);
 				insert_reservation(rel, b->first_block, b->nblocks, cid);
 				b->space->res_subid = GetCurrentSubTransactionId();
+				b->space->res_end = b->first_block + b->nblocks;
 				b->reserved = true;
 			}
+			b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
 		}
 		b->cap = Min(b->max_rows, 64);
 		b->values = MemoryContextAlloc(cxt, sizeof(Datum *) * Max(b->natts, 1));
@@ -571,7 +578,7 @@ ColfileWriterSubXact(bool commit, SubTransactionId mySubid,
 		else
 		{
 			/* its reservation tuples are aborted: see TidSpace */
-			ts->next = ts->end;
+			ts->next = Max(ts->next, ts->res_end);
 			ts->res_subid = InvalidSubTransactionId;
 		}
 	}
