@@ -76,6 +76,8 @@ typedef struct ColfileScanDescData
 	bool	   *group_deleted;	/* [ngroups]: has rows in deleted (NULL: none) */
 	bool		check_each;		/* other snapshots: check rows one by one */
 	bool		cur_all_visible;	/* every row of cur is visible */
+	const uint8 *cur_gone;		/* else, when only its delete vector hides
+								 * rows: that vector */
 	ColfileProj *proj;			/* NULL: every column */
 	ColfileFileSet *files;		/* column files the snapshot sees, or NULL */
 	ColfileSkipKey *skip;		/* quals checked against chunk min/max */
@@ -446,13 +448,15 @@ next_group_index(ColfileScanDesc s)
 }
 
 /* Is the row at position pos of the current group visible? */
-static bool
+static inline bool
 row_visible(ColfileScanDesc s, int pos)
 {
 	ItemPointerData tid;
 
 	if (s->cur_all_visible)
 		return true;
+	if (s->cur_gone)
+		return (s->cur_gone[pos / 8] & (1 << (pos % 8))) == 0;
 	if (ColfileGroupRowGone(&s->cur->rg, pos))
 		return false;
 	ColfileGroupTid(&s->cur->rg, pos, &tid);
@@ -529,9 +533,16 @@ ensure_group(ColfileScanDesc s, int gi)
 	{
 		enter_group(s, gi);
 		s->cur_gi = gi;
-		/* most groups need no check per row */
-		s->cur_all_visible = !s->check_each && s->cur->rg.dead_off == 0 &&
-			(s->group_deleted == NULL || !s->group_deleted[gi]);
+		/* most groups need no check per row, or a bit test */
+		s->cur_all_visible = false;
+		s->cur_gone = NULL;
+		if (!s->check_each && (s->group_deleted == NULL || !s->group_deleted[gi]))
+		{
+			if (s->cur->rg.dead_off == 0)
+				s->cur_all_visible = true;
+			else
+				s->cur_gone = (const uint8 *) VARDATA(s->cur->rg.directory) + s->cur->rg.dead_off;
+		}
 	}
 }
 
