@@ -437,6 +437,8 @@ extern ColfileGroupCache *ColfileLoadGroup(Relation rel, ColfileRowGroup *rg,
 extern void ColfileFreeGroup(ColfileGroupCache *gc);
 extern void ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 							TupleTableSlot *slot, ColfileProj *proj);
+extern void ColfileFillSlotScan(Relation rel, ColfileGroupCache *gc, int pos,
+								TupleTableSlot *slot, ColfileProj *proj);
 extern ColfileProj *ColfileMakeProj(Bitmapset *needed, int natts);
 extern void ColfileTidFor(int64 first_block, int pos, ItemPointer tid);
 extern int	ColfilePosFor(int64 first_block, ItemPointer tid);

@@ -349,6 +349,52 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 }
 
 /*
+ * ColfileFillSlot for a sequential scan's rows: with the group decoded
+ * whole (not by block), each column's value is at pos of its decoded
+ * chunk, with column files already overlaid. Per row, so the general
+ * path's prefetching and overlay branches are left out.
+ */
+void
+ColfileFillSlotScan(Relation rel, ColfileGroupCache *gc, int pos,
+					TupleTableSlot *slot, ColfileProj *proj)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+	int			ncols = proj ? proj->ncols : natts;
+	Buffer		none = InvalidBuffer;
+
+	if (gc->by_block || (proj != NULL && proj->primed != slot))
+	{
+		ColfileFillSlot(rel, gc, pos, slot, proj);
+		return;
+	}
+	ExecClearTuple(slot);
+	for (int i = 0; i < ncols; i++)
+	{
+		int			a = proj ? proj->cols[i] : i;
+		ColfileDecoded *d;
+
+		if (a >= natts)
+			continue;
+		if (unlikely(a >= gc->natts || gc->cols[a] == NULL))
+		{
+			fill_one(rel, gc, a, pos, slot, &none);
+			continue;
+		}
+		d = gc->cols[a];
+		slot->tts_values[a] = d->values[pos];
+		slot->tts_isnull[a] = d->isnull[pos];
+	}
+	ExecStoreVirtualTuple(slot);
+	if (gc->rg.rowids_off == 0)
+		ItemPointerSet(&slot->tts_tid,
+					   (BlockNumber) (gc->rg.first_block + pos / COLFILE_ROWS_PER_BLOCK),
+					   (OffsetNumber) (pos % COLFILE_ROWS_PER_BLOCK + 1));
+	else
+		ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
+	slot->tts_tableOid = RelationGetRelid(rel);
+}
+
+/*
  * Is the row at tid visible under snapshot? Fills *rg with its row group.
  * A dirty snapshot reports in-progress inserters and deleters in its
  * xmin/xmax, as heap does.

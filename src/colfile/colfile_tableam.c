@@ -629,7 +629,7 @@ colfile_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 				break;
 		}
 	}
-	ColfileFillSlot(s->base.rs_rd, s->cur, s->pos, slot, s->proj);
+	ColfileFillSlotScan(s->base.rs_rd, s->cur, s->pos, slot, s->proj);
 	pgstat_count_heap_getnext(s->base.rs_rd);
 	return true;
 }
