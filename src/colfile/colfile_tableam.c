@@ -73,7 +73,11 @@ typedef struct ColfileScanDescData
 	ColfileGroupCache *cur;
 	ColfileGroupCache *prev;
 	HTAB	   *deleted;		/* MVCC snapshots: deleted rows */
-	bool	   *group_deleted;	/* [ngroups]: has rows in deleted (NULL: none) */
+	uint8	  **group_gone;		/* [ngroups]: per group with rows in deleted,
+								 * a bitmap of the rows hidden (its delete
+								 * vector and those), else NULL; NULL when
+								 * deleted is empty */
+	bool		deleted_unmapped;	/* groups not in TID order: probe deleted */
 	bool		check_each;		/* other snapshots: check rows one by one */
 	bool		cur_all_visible;	/* every row of cur is visible */
 	const uint8 *cur_gone;		/* else, when only its delete vector hides
@@ -461,8 +465,7 @@ row_visible(ColfileScanDesc s, int pos)
 		return false;
 	ColfileGroupTid(&s->cur->rg, pos, &tid);
 	if (s->deleted)
-		return s->group_deleted == NULL || !s->group_deleted[s->cur_gi] ||
-			!ColfileDeletedSetContains(s->deleted, &tid);
+		return !s->deleted_unmapped || !ColfileDeletedSetContains(s->deleted, &tid);
 	if (s->check_each)
 	{
 		ColfileRowGroup rg;
@@ -480,9 +483,11 @@ row_visible(ColfileScanDesc s, int pos)
 }
 
 /*
- * Which groups have rows in the deleted set (the others' rows need no
- * lookup in it): each deleted TID's group found by binary search over the
- * groups in TID order (their TID ranges do not overlap)
+ * The rows of the deleted set, as bitmaps per group: each deleted TID's
+ * group found by binary search over the groups in TID order (their TID
+ * ranges do not overlap), its position by ColfileGroupPos; a group's bitmap
+ * starts as its delete vector. A scan then tests a bit per row instead of
+ * probing the set.
  */
 static void
 mark_groups_with_deletions(ColfileScanDesc s)
@@ -492,22 +497,24 @@ mark_groups_with_deletions(ColfileScanDesc s)
 
 	if (hash_get_num_entries(s->deleted) == 0 || s->ngroups == 0)
 		return;
-	s->group_deleted = palloc0(sizeof(bool) * s->ngroups);
 	for (int i = 1; i < s->ngroups; i++)
 	{
 		if (s->groups[i]->first_block <= s->groups[i - 1]->first_block)
 		{
-			/* not in TID order (not expected): check every group's rows */
-			memset(s->group_deleted, true, sizeof(bool) * s->ngroups);
+			/* not in TID order (not expected): probe the set per row */
+			s->deleted_unmapped = true;
 			return;
 		}
 	}
+	s->group_gone = palloc0(sizeof(uint8 *) * s->ngroups);
 	hash_seq_init(&seq, s->deleted);
 	while ((tid = hash_seq_search(&seq)) != NULL)
 	{
 		int64		block = ItemPointerGetBlockNumberNoCheck(tid);
 		int			lo = 0,
 					hi = s->ngroups - 1;
+		ColfileRowGroup *rg;
+		int			pos;
 
 		/* the last group starting at or below block */
 		while (lo < hi)
@@ -519,9 +526,19 @@ mark_groups_with_deletions(ColfileScanDesc s)
 			else
 				hi = mid - 1;
 		}
-		if (s->groups[lo]->first_block <= block &&
-			block <= ColfileGroupLastBlock(s->groups[lo]))
-			s->group_deleted[lo] = true;
+		rg = s->groups[lo];
+		if (rg->first_block > block || block > ColfileGroupLastBlock(rg) ||
+			(pos = ColfileGroupPos(rg, tid)) < 0)
+			continue;
+		if (s->group_gone[lo] == NULL)
+		{
+			Size		len = (rg->nrows + 7) / 8;
+
+			s->group_gone[lo] = palloc0(len);
+			if (rg->dead_off != 0)
+				memcpy(s->group_gone[lo], VARDATA(rg->directory) + rg->dead_off, len);
+		}
+		s->group_gone[lo][pos / 8] |= 1 << (pos % 8);
 	}
 }
 
@@ -536,12 +553,14 @@ ensure_group(ColfileScanDesc s, int gi)
 		/* most groups need no check per row, or a bit test */
 		s->cur_all_visible = false;
 		s->cur_gone = NULL;
-		if (!s->check_each && (s->group_deleted == NULL || !s->group_deleted[gi]))
+		if (!s->check_each && !s->deleted_unmapped)
 		{
-			if (s->cur->rg.dead_off == 0)
-				s->cur_all_visible = true;
-			else
+			if (s->group_gone != NULL && s->group_gone[gi] != NULL)
+				s->cur_gone = s->group_gone[gi];
+			else if (s->cur->rg.dead_off != 0)
 				s->cur_gone = (const uint8 *) VARDATA(s->cur->rg.directory) + s->cur->rg.dead_off;
+			else
+				s->cur_all_visible = true;
 		}
 	}
 }
