@@ -426,7 +426,7 @@ extern void ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
 /* colfile_commit_merge.c */
 extern void ColfileRememberOwnGroup(Oid relid, Oid relfilenode, int64 first_block,
 									int64 run_start, int nrows, bool reserved);
-extern void ColfileNoteOwnGroupUpdated(Oid relid, int64 first_block);
+extern void ColfileNoteOwnGroupUpdated(Oid relid);
 extern void ColfileForgetOwnGroups(Oid relid);
 extern void ColfileOwnGroupsXactEnd(void);
 extern void ColfileMergeOwnGroups(void);

@@ -602,7 +602,7 @@ ColfileColumnUpdate(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 		int			x = -1;
 
 		if (TransactionIdIsCurrentTransactionId(rg.xmin))
-			ColfileNoteOwnGroupUpdated(RelationGetRelid(rel), rg.first_block);
+			ColfileNoteOwnGroupUpdated(RelationGetRelid(rel));
 		b = MemoryContextAllocZero(TopTransactionContext, sizeof(ColumnBuffer));
 		b->cxt = cxt;
 		b->relid = RelationGetRelid(rel);

@@ -45,10 +45,11 @@ typedef struct OwnGroup
 	int64		run_start;		/* of the writer's TID space it is in */
 	int			nrows;
 	bool		reserved;		/* a reservation tuple at first_block */
-	bool		updated;		/* its rows got column files meanwhile */
 } OwnGroup;
 
 static List *own_groups = NIL;	/* in TopTransactionContext, order written */
+static List *updated_rels = NIL;	/* relids whose groups of ours got column
+									 * files (TopTransactionContext) */
 
 /* A group the writer just wrote */
 void
@@ -69,20 +70,20 @@ ColfileRememberOwnGroup(Oid relid, Oid relfilenode, int64 first_block,
 }
 
 /*
- * Column files are being written for the rows of a group at first_block:
- * if it is one of ours, the merge looks for them (and folds them in)
+ * Column files are being written for rows of a group of ours: the merge
+ * looks for the files of this relation's groups (and folds them in). Per
+ * relation, not per group: this runs per column buffer, and a transaction
+ * may have written many groups.
  */
 void
-ColfileNoteOwnGroupUpdated(Oid relid, int64 first_block)
+ColfileNoteOwnGroupUpdated(Oid relid)
 {
-	ListCell   *lc;
-
-	foreach(lc, own_groups)
+	if (!list_member_oid(updated_rels, relid))
 	{
-		OwnGroup   *g = lfirst(lc);
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
-		if (g->relid == relid && g->first_block == first_block)
-			g->updated = true;
+		updated_rels = lappend_oid(updated_rels, relid);
+		MemoryContextSwitchTo(old);
 	}
 }
 
@@ -103,6 +104,7 @@ void
 ColfileOwnGroupsXactEnd(void)
 {
 	own_groups = NIL;			/* memory goes with TopTransactionContext */
+	updated_rels = NIL;
 }
 
 static int
@@ -147,7 +149,8 @@ own_group_now(Relation rel, const OwnGroup *g, ColfileRowGroup *rg,
 		rg->first_block != g->first_block || rg->nrows <= 0 || rg->ext_off != 0 ||
 		!TransactionIdIsCurrentTransactionId(rg->xmin))
 		return false;
-	if (g->updated && !ColfileOwnColumnFiles(rel, rg, files, file_tids, &file_bytes))
+	if (list_member_oid(updated_rels, g->relid) &&
+		!ColfileOwnColumnFiles(rel, rg, files, file_tids, &file_bytes))
 		return false;
 	*bytes = group_raw_bytes(rg) + file_bytes;
 	return true;

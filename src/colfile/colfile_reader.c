@@ -281,6 +281,18 @@ prefetch_cols(Relation rel, ColfileGroupCache *gc, int pos, TupleTableSlot *slot
 	}
 }
 
+/* The slot's TID for row pos (per row: a plain group's is computed inline) */
+static inline void
+set_slot_tid(ColfileGroupCache *gc, int pos, TupleTableSlot *slot)
+{
+	if (gc->rg.rowids_off == 0)
+		ItemPointerSet(&slot->tts_tid,
+					   (BlockNumber) (gc->rg.first_block + pos / COLFILE_ROWS_PER_BLOCK),
+					   (OffsetNumber) (pos % COLFILE_ROWS_PER_BLOCK + 1));
+	else
+		ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
+}
+
 /*
  * Store row pos of a loaded group into slot as a virtual tuple. Columns
  * not in proj (NULL: all) are NULL and never decoded; they are set to NULL
@@ -339,12 +351,7 @@ ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 	if (gc->nvisible > 0 && gc->by_block)
 		ColfileOverlayRow(rel, gc, pos, slot, proj);
 	ExecStoreVirtualTuple(slot);
-	if (gc->rg.rowids_off == 0)
-		ItemPointerSet(&slot->tts_tid,
-					   (BlockNumber) (gc->rg.first_block + pos / COLFILE_ROWS_PER_BLOCK),
-					   (OffsetNumber) (pos % COLFILE_ROWS_PER_BLOCK + 1));	/* per row: inline */
-	else
-		ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
+	set_slot_tid(gc, pos, slot);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 
@@ -385,12 +392,7 @@ ColfileFillSlotScan(Relation rel, ColfileGroupCache *gc, int pos,
 		slot->tts_isnull[a] = d->isnull[pos];
 	}
 	ExecStoreVirtualTuple(slot);
-	if (gc->rg.rowids_off == 0)
-		ItemPointerSet(&slot->tts_tid,
-					   (BlockNumber) (gc->rg.first_block + pos / COLFILE_ROWS_PER_BLOCK),
-					   (OffsetNumber) (pos % COLFILE_ROWS_PER_BLOCK + 1));
-	else
-		ColfileGroupTid(&gc->rg, pos, &slot->tts_tid);
+	set_slot_tid(gc, pos, slot);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 
