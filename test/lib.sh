@@ -95,6 +95,11 @@ log_line_prefix = '%m [%p] %d '
 # tests and benchmarks compare views with the queries they answer: those
 # queries must not be answered by the views (rewrite tests turn it on)
 mvinc.enable_rewrite = off
+# a database's capture worker stops once nothing is tracked (default 10 s);
+# a view created in a transaction block (isolation setups) while none runs
+# would then rebuild at its first refresh: keep it between tests
+# (test/t/104_capture_worker_economy.pl tests the stop)
+mvinc.capture_idle_stop = '1h'
 ${MVINC_EXTRA_CONF:-}
 CONF
 	as_owner pg_ctl -D "$DATA" -l "$WORK/server.log" -w -t 60 start >/dev/null

@@ -11,7 +11,9 @@ CREATE TABLE mvinc.tracked (
     relid         oid PRIMARY KEY,        -- the source table
     changelog     oid NOT NULL,           -- its change log, mvinc.changelog_<relid>
     full_old_rows boolean NOT NULL,
-    retained_from pg_lsn NOT NULL DEFAULT '0/0'  -- rows with lsn <= this were removed
+    retained_from pg_lsn NOT NULL DEFAULT '0/0',  -- rows with lsn <= this were removed
+    -- tracked by mvinc.track(): kept when its last view is dropped
+    requested     boolean NOT NULL DEFAULT false
 ) WITH (user_catalog_table = true);
 
 -- Who still needs which change log rows (MvincSetConsumer).
@@ -61,10 +63,6 @@ CREATE VIEW mvinc.capture AS
 -- on mvinc._capture_status() (functions run with the caller's rights).
 REVOKE ALL ON FUNCTION mvinc._capture_status() FROM PUBLIC;
 
-CREATE FUNCTION mvinc._start_worker() RETURNS void
-    LANGUAGE c STRICT
-    AS 'MODULE_PATHNAME', 'mvinc_start_worker';
-REVOKE ALL ON FUNCTION mvinc._start_worker() FROM PUBLIC;
 
 -- Writers of tracked colfile tables log their rows as transactional logical
 -- messages with prefix 'mvinc.row', which capture writes into change logs:
@@ -73,5 +71,5 @@ REVOKE ALL ON FUNCTION mvinc._start_worker() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
 
--- The worker waits for this transaction to commit before it creates the slot.
-SELECT mvinc._start_worker();
+-- The capture worker (and its replication slot) starts with the first table
+-- tracked in this database, and stops some time after the last is untracked.

@@ -41,6 +41,19 @@ extern XLogRecPtr MvincCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
  */
 typedef void (*MvincCaptureTickFn) (void);
 extern MvincCaptureTickFn mvinc_capture_tick;
+
+/*
+ * Does anything but a tracked table need this database's capture worker
+ * (views refreshed on a schedule)?  Asked by an idle worker, in a
+ * transaction, before it stops.  Whoever makes the answer true calls
+ * MvincRequireCaptureWorker in the same transaction.
+ */
+typedef bool (*MvincCaptureWantedFn) (void);
+extern MvincCaptureWantedFn mvinc_capture_wanted;
+extern void MvincRequireCaptureWorker(void);
+extern void MvincAwaitCaptureSlot(void);
+extern void MvincMarkRequested(Oid relid);
+extern void MvincReleaseSource(Oid relid);
 extern bool MvincXactMayHaveWritten(Oid relid);
 
 /*
@@ -67,6 +80,7 @@ extern void MvincLogRowChange(Relation rel, char op, TupleTableSlot *oldslot,
 #define Anum_tracked_changelog		2
 #define Anum_tracked_full_old_rows	3
 #define Anum_tracked_retained_from	4
+#define Anum_tracked_requested		5
 #define Natts_tracked				4
 
 /* One capture worker's state in shared memory (one per database). */
@@ -82,6 +96,7 @@ typedef struct CaptureWorkerSlot
 	int			failures;		/* consecutive failed runs (for backoff) */
 	uint64		hold_requests;	/* MvincHoldHorizonFor calls (capture_horizon.c) */
 	bool		db_dropped;		/* DROP DATABASE stopped it: never restart */
+	TimestampTz start_requested;	/* a worker was registered, not yet running */
 	TimestampTz last_error_time;
 	char		last_error[MVINC_ERRMSG_LEN];
 } CaptureWorkerSlot;
@@ -99,6 +114,7 @@ extern CaptureShared *MvincCaptureShared;
 /* capture_init.c */
 extern int	mvinc_capture_batch_rows;
 extern int	mvinc_capture_naptime_ms;
+extern int	mvinc_capture_idle_stop_ms;
 extern int	mvinc_retention_interval_ms;
 extern bool mvinc_debug_keep_change_log;
 extern int	mvinc_capture_nice;
@@ -119,6 +135,7 @@ extern TupleDesc MvincCaptureBufferDesc;
 extern void MvincWriterApplyBuffer(XLogRecPtr applied_lsn, XLogRecPtr new_applied);
 extern void MvincCaptureYield(void);
 extern XLogRecPtr MvincWriterReadProgress(void);
+extern void MvincWriterResetProgress(void);
 
 /* capture_worker.c */
 extern CaptureWorkerSlot *MyCaptureSlot;
@@ -146,6 +163,7 @@ extern void MvincRelFlagForget(HTAB *cache, Oid relid);
 extern int	MvincSpiConnect(void);
 extern void MvincSpiFinish(int nestlevel);
 extern Oid	MvincTrackedRelid(void);
+extern bool MvincAnyTracked(void);
 extern void MvincSyncChangeLog(Oid relid);
 extern void MvincRenameChangeLogColumn(Oid relid, const char *oldname, const char *newname);
 extern void MvincForgetDroppedSource(Oid relid);

@@ -27,13 +27,15 @@ PG_FUNCTION_INFO_V1(mvinc_track);
 PG_FUNCTION_INFO_V1(mvinc_untrack);
 PG_FUNCTION_INFO_V1(mvinc_wait_for_capture);
 PG_FUNCTION_INFO_V1(mvinc_capture_status);
-PG_FUNCTION_INFO_V1(mvinc_start_worker);
 
 /* mvinc.track(rel regclass, full_old_rows boolean) returns regclass */
 Datum
 mvinc_track(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_OID(MvincTrack(PG_GETARG_OID(0), PG_GETARG_BOOL(1)));
+	Oid			logid = MvincTrack(PG_GETARG_OID(0), PG_GETARG_BOOL(1));
+
+	MvincMarkRequested(PG_GETARG_OID(0));
+	PG_RETURN_OID(logid);
 }
 
 /* mvinc.untrack(rel regclass) */
@@ -207,6 +209,9 @@ mvinc_wait_for_capture(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("timeout must not be negative")));
+	/* nothing is tracked (and no worker may run): nothing to wait for */
+	if (!MvincAnyTracked())
+		PG_RETURN_LSN(lsn);
 	PG_RETURN_LSN(MvincWaitForCapture(lsn, (int) Min(ms, INT_MAX)));
 }
 
@@ -281,45 +286,3 @@ mvinc_capture_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/* Free replication slots (in_use == false), counted */
-static int
-free_replication_slots(void)
-{
-	int			n = 0;
-
-	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-	for (int i = 0; i < max_replication_slots; i++)
-		if (!ReplicationSlotCtl->replication_slots[i].in_use)
-			n++;
-	LWLockRelease(ReplicationSlotControlLock);
-	return n;
-}
-
-/* mvinc._start_worker(): run by CREATE EXTENSION */
-Datum
-mvinc_start_worker(PG_FUNCTION_ARGS)
-{
-	char		name[NAMEDATALEN];
-
-	MvincCheckServerSetup();
-	MvincCaptureSlotName(MyDatabaseId, name);
-	if (SearchNamedReplicationSlot(name, true) == NULL && free_replication_slots() == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("no free replication slot for the mvinc capture worker"),
-				 errdetail("All %d replication slots are in use.", max_replication_slots),
-				 errhint("Drop an unused slot or increase \"max_replication_slots\" and restart the server.")));
-	(void) GetTopTransactionId();
-	if (MvincCaptureShared != NULL)
-	{
-		CaptureWorkerSlot *s;
-
-		LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
-		s = MvincCaptureSlotFor(MyDatabaseId, false);
-		if (s != NULL)
-			s->db_dropped = false;	/* a new database with a recycled oid */
-		LWLockRelease(MvincCaptureShared->lock);
-	}
-	MvincStartWorker(MyDatabaseId, true);
-	PG_RETURN_VOID();
-}

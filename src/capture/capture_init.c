@@ -34,9 +34,11 @@
 
 CaptureShared *MvincCaptureShared = NULL;
 MvincCaptureTickFn mvinc_capture_tick = NULL;
+MvincCaptureWantedFn mvinc_capture_wanted = NULL;
 
 int			mvinc_capture_batch_rows = 10000;
 int			mvinc_capture_naptime_ms = 50;
+int			mvinc_capture_idle_stop_ms = 10000;
 int			mvinc_retention_interval_ms = 10000;
 bool		mvinc_debug_keep_change_log = false;
 int			mvinc_capture_nice = 0;
@@ -284,6 +286,11 @@ MvincCaptureInit(void)
 	DefineCustomIntVariable("mvinc.capture_naptime",
 							"How long the capture worker sleeps when it has read all WAL.",
 							NULL, &mvinc_capture_naptime_ms, 50, 1, 10000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mvinc.capture_idle_stop",
+							"How long a database's capture worker runs on with nothing to capture before it stops.",
+							"It stops once no table is tracked and no view is refreshed on a schedule, and gives back its replication slot; the next table tracked starts a new one.",
+							&mvinc_capture_idle_stop_ms, 10000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("mvinc.retention_interval",
 							"How often the capture worker removes change log rows no consumer needs.",

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -28,6 +29,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -360,16 +362,94 @@ check_trackable(Relation rel, bool full_old_rows)
 						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), name))));
 }
 
+/* Is any table of this database tracked (under the active snapshot)? */
+bool
+MvincAnyTracked(void)
+{
+	Oid			tracked = MvincTrackedRelid();
+	Relation	rel;
+	TableScanDesc scan;
+	bool		any;
+
+	if (!OidIsValid(tracked))
+		return false;
+	rel = table_open(tracked, AccessShareLock);
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	any = heap_getnext(scan, ForwardScanDirection) != NULL;
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return any;
+}
+
+/* Free replication slots (in_use == false), counted */
+static int
+free_replication_slots(void)
+{
+	int			n = 0;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (int i = 0; i < max_replication_slots; i++)
+		if (!ReplicationSlotCtl->replication_slots[i].in_use)
+			n++;
+	LWLockRelease(ReplicationSlotControlLock);
+	return n;
+}
+
 /*
- * Wait until this database's capture slot exists: a change committed
- * after track() must be decoded, so the slot must start before that.
+ * This transaction needs this database's capture worker: keep it from
+ * stopping until we end (ROW EXCLUSIVE on mvinc.tracked: see
+ * nothing_to_capture in capture_worker.c) and start it unless it runs.
+ * A server without a free worker or replication slot gets an ERROR that
+ * names the setting, before anything is created.
  */
-static void
-wait_for_slot(void)
+void
+MvincRequireCaptureWorker(void)
+{
+	char		name[NAMEDATALEN];
+	CaptureWorkerSlot *s;
+	bool		running;
+
+	if (MvincCaptureShared == NULL)
+		MvincCheckServerSetup();
+	LockRelationOid(MvincTrackedRelid(), RowExclusiveLock);
+
+	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
+	s = MvincCaptureSlotFor(MyDatabaseId, false);
+	running = s != NULL && s->pid != 0;
+	LWLockRelease(MvincCaptureShared->lock);
+	if (running)
+		return;
+
+	MvincCaptureSlotName(MyDatabaseId, name);
+	if (SearchNamedReplicationSlot(name, true) == NULL && free_replication_slots() == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no free replication slot for the mvinc capture worker of database \"%s\"",
+						get_database_name(MyDatabaseId)),
+				 errdetail("All %d replication slots are in use; each database with tracked tables needs one.",
+						   max_replication_slots),
+				 errhint("Drop an unused slot or increase \"max_replication_slots\" and restart the server.")));
+	MvincStartWorker(MyDatabaseId, true);
+}
+
+/*
+ * Make sure a change committed after track() is decoded: the worker's
+ * slot must be consistent before that commit.  A transaction that has no
+ * xid waits until it is.  One that has one cannot (creating a slot waits
+ * for every running xid, ours too): it goes on, and a slot created after
+ * it began records its tables' earlier changes as lost (capture_loop), so
+ * their views rebuild at their next refresh and read live until then.
+ * Whatever will track tables (a refresh that adopts a restored view) calls
+ * it before its transaction writes anything.
+ */
+void
+MvincAwaitCaptureSlot(void)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	bool		has_xid = TransactionIdIsValid(GetTopTransactionIdIfAny());
-	int			timeout_ms = has_xid ? 10000 : 60000;
+
+	MvincRequireCaptureWorker();
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
 
 	for (;;)
 	{
@@ -377,8 +457,6 @@ wait_for_slot(void)
 		bool		ready = false;
 		char		err[MVINC_ERRMSG_LEN] = "";
 
-		if (MvincCaptureShared == NULL)
-			MvincCheckServerSetup();
 		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
 		s = MvincCaptureSlotFor(MyDatabaseId, false);
 		if (s != NULL)
@@ -389,20 +467,16 @@ wait_for_slot(void)
 		LWLockRelease(MvincCaptureShared->lock);
 		if (ready)
 			return;
-		if (s == NULL || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
-		{
-			if (s == NULL)
-				MvincStartWorker(MyDatabaseId, false);
-			if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), timeout_ms))
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("the mvinc capture worker of database \"%s\" is not ready",
-								get_database_name(MyDatabaseId)),
-						 err[0] ? errdetail("Its last error: %s", err) :
-						 errdetail("Its replication slot is not created yet."),
-						 errhint("Check mvinc.capture, then retry%s.",
-								 has_xid ? " in a transaction that has not written yet" : "")));
-		}
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), 60000))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the mvinc capture worker of database \"%s\" is not ready",
+							get_database_name(MyDatabaseId)),
+					 err[0] ? errdetail("Its last error: %s", err) :
+					 errdetail("Its replication slot is not created yet (it waits for the transactions running when it began)."),
+					 errhint("Check mvinc.capture, then retry.")));
+		/* it may have stopped meanwhile (an error): start it again */
+		MvincStartWorker(MyDatabaseId, false);
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(10000L);
 	}
@@ -437,7 +511,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 										  RelationGetRelationName(rel));
 	relation_close(rel, NoLock);
 
-	wait_for_slot();
+	MvincAwaitCaptureSlot();
 	MvincHoldHorizonFor(relid);
 
 	logid = MvincChangeLogRelid(relid);
@@ -603,6 +677,46 @@ MvincUntrack(Oid relid)
 				 errhint("Drop the views that read it first.")));
 	MvincDropTracking(relid, logid);
 	relation_close(rel, NoLock);
+}
+
+/* mvinc.track() asked for this source: its views' drops leave it tracked */
+void
+MvincMarkRequested(Oid relid)
+{
+	int			spi_nest;
+	Oid			save_userid;
+	int			save_sec;
+
+	become_extension_owner(&save_userid, &save_sec);
+	spi_nest = MvincSpiConnect();
+	run_sql_oid("UPDATE mvinc.tracked SET requested = true WHERE relid = $1 AND NOT requested",
+				relid, SPI_OK_UPDATE);
+	MvincSpiFinish(spi_nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+/*
+ * The last view of a source is gone: stop capturing it unless mvinc.track()
+ * asked for it.  Else its change log would keep every row from now on, its
+ * writers would pay for capture, and its database would keep a capture
+ * worker.
+ */
+void
+MvincReleaseSource(Oid relid)
+{
+	Oid			logid;
+	Datum		requested;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		return;
+	/* as untrack: not while a tracker or writer decides on it */
+	LockRelationOid(relid, ShareUpdateExclusiveLock);
+	logid = MvincChangeLogRelid(relid);
+	if (!OidIsValid(logid) ||
+		!tracked_column(relid, Anum_tracked_requested, NULL, &requested) ||
+		DatumGetBool(requested))
+		return;
+	MvincDropTracking(relid, logid);
 }
 
 /* DROP TABLE of a source: untrack it, whoever consumes it */

@@ -175,26 +175,60 @@ try_start_worker(Oid dboid)
 	return RegisterDynamicBackgroundWorker(&bgw, &handle);
 }
 
-/* Start the capture worker of a database (no-op if it runs) */
+/*
+ * Start the capture worker of a database unless it runs or was asked for
+ * in the last few seconds (registered, not running yet).  With
+ * error_if_none, the worker waits for this transaction to end first, and
+ * no free worker slot or shared entry is an ERROR; else a WARNING.
+ */
 void
 MvincStartWorker(Oid dboid, bool error_if_none)
 {
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
 	TransactionId xid = InvalidTransactionId;
+	CaptureWorkerSlot *s;
+	TimestampTz now = GetCurrentTimestamp();
 
-	if (error_if_none)
-		xid = GetTopTransactionIdIfAny();
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	s = MvincCaptureSlotFor(dboid, true);
+	if (s != NULL && s->db_dropped && s->pid == 0 && dboid == MyDatabaseId)
+		s->db_dropped = false;	/* we are in it: a new database with a recycled oid */
+	if (s != NULL && (s->pid != 0 ||
+					  (s->start_requested != 0 &&
+					   !TimestampDifferenceExceeds(s->start_requested, now, 10000))))
+	{
+		LWLockRelease(MvincCaptureShared->lock);
+		return;
+	}
+	if (s != NULL)
+		s->start_requested = now;
+	LWLockRelease(MvincCaptureShared->lock);
 
-	worker_registration(&bgw, dboid, xid);
-
-	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	if (s == NULL)
 	{
 		ereport(error_if_none ? ERROR : WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start the mvinc capture worker for database %u", dboid),
+				 errdetail("Capture workers run in %d databases, the most \"mvinc.capture_max_databases\" allows.",
+						   MvincCaptureShared->nslots),
+				 errhint("Increase \"mvinc.capture_max_databases\" and restart the server, or stop tracking tables in another database.")));
+		return;
+	}
+
+	if (error_if_none)
+		xid = GetTopTransactionIdIfAny();
+	worker_registration(&bgw, dboid, xid);
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	{
+		LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+		s->start_requested = 0;
+		LWLockRelease(MvincCaptureShared->lock);
+		ereport(error_if_none ? ERROR : WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start the mvinc capture worker for database %u", dboid),
 				 errdetail("All background worker slots are in use."),
-				 errhint("Increase \"max_worker_processes\" (now %d) and restart the server.",
+				 errhint("Increase \"max_worker_processes\" (now %d) and restart the server; each database with tracked tables runs one capture worker.",
 						 max_worker_processes)));
 	}
 }
@@ -367,6 +401,64 @@ drop_own_slot(void)
 		ReplicationSlotRelease();
 	if (SearchNamedReplicationSlot(name, true) != NULL)
 		ReplicationSlotDrop(name, true);
+}
+
+/*
+ * Does nothing in this database need capture (no tracked table, and
+ * nothing else asks for the worker)?  Decided under ShareLock on
+ * mvinc.tracked: whoever starts tracking, or asks for the worker
+ * otherwise, holds ROW EXCLUSIVE on it until its transaction ends
+ * (MvincRequireCaptureWorker), so none of them is in flight.  When idle,
+ * returns inside the transaction, holding that lock; else outside.
+ */
+static bool
+nothing_to_capture(void)
+{
+	Oid			tracked;
+	bool		idle = false;
+
+	MvincWorkerLeaveDecoding();
+	StartTransactionCommand();
+	tracked = MvincTrackedRelid();
+	if (OidIsValid(tracked) && ConditionalLockRelationOid(tracked, ShareLock))
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		idle = !MvincAnyTracked() &&
+			(mvinc_capture_wanted == NULL || !mvinc_capture_wanted());
+		PopActiveSnapshot();
+	}
+	if (!idle)
+		CommitTransactionCommand();
+	return idle;
+}
+
+/*
+ * Stop for good (nothing_to_capture said so and its transaction is open):
+ * give back the replication slot and the shared entry, so that the next
+ * table tracked starts a new worker, which creates a new slot (and, from
+ * an applied position reset here, takes that for a fresh start).  The
+ * entry is freed before the lock on mvinc.tracked is released: a tracker
+ * that was waiting for it finds no worker and starts one.
+ */
+static void
+stop_idle_worker(LogicalDecodingContext *ctx)
+{
+	if (ctx != NULL)
+		FreeDecodingContext(ctx);
+	drop_own_slot();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MvincWriterResetProgress();
+	PopActiveSnapshot();
+	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+	memset(MyCaptureSlot, 0, sizeof(CaptureWorkerSlot));
+	MyCaptureSlot = NULL;
+	LWLockRelease(MvincCaptureShared->lock);
+	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
+	CommitTransactionCommand();
+	ereport(DEBUG1,
+			(errmsg("mvinc capture worker for database %u stops: no table is tracked",
+					MyDatabaseId)));
+	proc_exit(0);
 }
 
 /* Create the slot unless it exists (then true); returns once it is consistent */
@@ -594,6 +686,7 @@ capture_loop(void)
 	TimestampTz last_check = GetCurrentTimestamp();
 	TimestampTz last_retention = 0;
 	TimestampTz last_tick = 0;
+	TimestampTz idle_since = 0;
 	bool		retention_pending = false;
 	bool		created;
 
@@ -639,6 +732,19 @@ capture_loop(void)
 						name, LSN_FORMAT_ARGS(applied),
 						LSN_FORMAT_ARGS(MyReplicationSlot->data.confirmed_flush)),
 				 errhint("Consumers of the change logs rebuild; do not drop the slots named mvinc_<database oid>.")));
+		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
+		applied = MyReplicationSlot->data.confirmed_flush;
+	}
+
+	/*
+	 * A fresh start.  A table whose tracking committed before the slot
+	 * became consistent (tracked in a transaction that had an xid, which
+	 * does not wait for the slot: see wait_for_slot) may have changes that
+	 * committed before that point too: recorded as lost, its consumers
+	 * rebuild.  Tables tracked later need nothing.
+	 */
+	else if (created)
+	{
 		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
 		applied = MyReplicationSlot->data.confirmed_flush;
 	}
@@ -754,6 +860,17 @@ capture_loop(void)
 								MyDatabaseId)));
 				proc_exit(0);
 			}
+			if (nothing_to_capture())
+			{
+				if (idle_since == 0)
+					idle_since = GetCurrentTimestamp();
+				if (TimestampDifferenceExceeds(idle_since, GetCurrentTimestamp(),
+											   mvinc_capture_idle_stop_ms))
+					stop_idle_worker(ctx);
+				CommitTransactionCommand();
+			}
+			else
+				idle_since = 0;
 			MvincHorizonRecheck();
 		}
 		/*
@@ -842,6 +959,7 @@ MvincWorkerMain(Datum arg)
 	}
 	MyCaptureSlot->pid = MyProcPid;
 	MyCaptureSlot->latch = MyLatch;
+	MyCaptureSlot->start_requested = 0;
 	failures = MyCaptureSlot->failures;
 	LWLockRelease(MvincCaptureShared->lock);
 	on_shmem_exit(worker_shmem_exit, (Datum) 0);
@@ -884,6 +1002,9 @@ MvincWorkerMain(Datum arg)
 			drop_own_slot();
 			proc_exit(0);
 		}
+		/* started at server start, or for a tracker that rolled back */
+		if (nothing_to_capture())
+			stop_idle_worker(NULL);
 		capture_loop();
 	}
 	PG_CATCH();

@@ -111,6 +111,13 @@ write_progress(XLogRecPtr lsn)
 	MvincSpiFinish(spi_nest);
 }
 
+/* A worker stopping for good: the next one starts afresh (no position) */
+void
+MvincWriterResetProgress(void)
+{
+	write_progress(InvalidXLogRecPtr);
+}
+
 /* Open the change log of a source for this batch */
 static Target *
 get_target(HTAB *targets, EState *estate, Oid relid)

@@ -92,6 +92,7 @@ begin_feed(Oid viewid, MvInternal *save, const char *feed)
 	HistCatalog *cat;
 
 	MvBecomeInternal(save);
+	MvAwaitCapture();
 	if (work_mem < 65536)
 		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
@@ -462,6 +463,10 @@ mvinc_on_history_drop(PG_FUNCTION_ARGS)
 			  "AND d.objid = v.view::oid AND d.objsubid = 0 "
 			  "RETURNING v.view::oid, v.source::oid", 0, NULL, false, &views, &sources);
 	forboth(lc, views, lc2, sources)
+	{
 		MvDropConsumer(lfirst_oid(lc2), HistConsumerName(lfirst_oid(lc)));
+		if (get_rel_name(lfirst_oid(lc2)) != NULL)
+			MvReleaseSource(lfirst_oid(lc2));
+	}
 	return (Datum) 0;
 }

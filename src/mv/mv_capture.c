@@ -125,11 +125,55 @@ MvCaptureTarget(Oid relid, XLogRecPtr insert_lsn)
 	return MvincCaptureTarget(relid, insert_lsn);
 }
 
-/* Have each capture worker call tick between its batches (mv_scheduler.c) */
+/*
+ * Have each capture worker call tick between its batches, and wanted
+ * before it stops for lack of tracked tables (mv_scheduler.c)
+ */
 void
-MvOnCaptureTick(void (*tick) (void))
+MvOnCaptureTick(void (*tick) (void), bool (*wanted) (void))
 {
 	mvinc_capture_tick = tick;
+	mvinc_capture_wanted = wanted;
+}
+
+/*
+ * Before a refresh writes anything (it may track its source: a restored
+ * view's adoption): have this database's capture running, so that the
+ * tracking need not count the changes before it as lost.
+ */
+void
+MvAwaitCapture(void)
+{
+	MvincAwaitCaptureSlot();
+}
+
+/* This transaction makes the capture worker needed (a refresh schedule) */
+void
+MvRequireCaptureWorker(void)
+{
+	MvincRequireCaptureWorker();
+}
+
+/*
+ * A view of sourceid was dropped (its catalog row is gone): when no view of
+ * either kind reads the source any more, capture of it may stop.
+ */
+void
+MvReleaseSource(Oid sourceid)
+{
+	List	   *users = NIL;
+	MvInternal	save;
+
+	if (!OidIsValid(sourceid))
+		return;
+	MvSpiOids("SELECT 1::pg_catalog.oid FROM mvinc.mv_view WHERE source = $1::pg_catalog.regclass "
+			  "UNION ALL SELECT 1 FROM mvinc.history_view WHERE source = $1::pg_catalog.regclass "
+			  "LIMIT 1", 1, &sourceid, false, &users, NULL);
+	if (users != NIL)
+		return;
+	MvBecomeInternal(&save);
+	MvincReleaseSource(sourceid);
+	MvEndInternal(&save);
 }
 
 /* Tell retention which change-log rows the view still needs */

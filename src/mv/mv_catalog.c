@@ -806,5 +806,6 @@ MvForgetView(Oid viewid, Oid sourceid)
 		MvBecomeInternal(&save);
 		MvDropConsumer(sourceid, MvConsumerName(viewid));
 		MvEndInternal(&save);
+		MvReleaseSource(sourceid);
 	}
 }

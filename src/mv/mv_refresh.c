@@ -1213,6 +1213,9 @@ refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
 		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	rc = refresh_setup(viewid);
+	/* a restored view that will track its source: before any write */
+	if (!OidIsValid(MvChangeLogRelid(rc->cat->sourceid)))
+		MvAwaitCapture();
 	MvSpiConnect();
 	mvinc_refresh_depth++;
 	PG_TRY();

@@ -110,6 +110,9 @@ MvSetRefreshInterval(Oid viewid, const char *interval)
 							 "Give 0 to refresh as soon as changes are captured, or RESET the option to refresh only when asked." :
 							 "RESET the option to refresh only when asked.")));
 	}
+	/* the capture worker hosts the schedule: keep it (or start it) */
+	if (interval != NULL)
+		MvRequireCaptureWorker();
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = interval ? CStringGetTextDatum(interval) : (Datum) 0;
 	nulls[1] = interval ? ' ' : 'n';
@@ -120,6 +123,24 @@ MvSetRefreshInterval(Oid viewid, const char *interval)
 		SPI_processed != 1)
 		elog(ERROR, "could not set the refresh interval of materialized view %u", viewid);
 	MvSpiFinish();
+}
+
+/*
+ * Is any view of this database refreshed on a schedule?  The capture
+ * worker, which runs the schedule, asks before it stops for lack of
+ * tracked tables (a restored view waits for its refresh to track its
+ * source).
+ */
+static bool
+schedule_exists(void)
+{
+	bool		exists;
+
+	MvSpiConnect();
+	exists = SPI_execute("SELECT 1 FROM mvinc.mv_view WHERE refresh_interval IS NOT NULL LIMIT 1",
+						 true, 1) == SPI_OK_SELECT && SPI_processed > 0;
+	MvSpiFinish();
+	return exists;
 }
 
 /* Does the view have changes a reader would see now, or need a rebuild? */
@@ -138,6 +159,9 @@ has_pending(Oid viewid)
 	/* restored without its storage or tracking: a refresh adopts it */
 	changelog = MvChangeLogRelid(cat->sourceid);
 	if (!OidIsValid(changelog) || !OidIsValid(cat->storage_oid))
+		return true;
+	/* changes lost to retention or a new capture slot: a rebuild is due */
+	if (MvRetainedFrom(cat->sourceid) > cat->checkpoint_lsn)
 		return true;
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	kind = MvDeltaVisible(changelog, cat->checkpoint_lsn, MvSnapshotText(latest, false),
@@ -583,5 +607,5 @@ MvSchedulerInit(void)
 							 "Failures are always logged as warnings.",
 							 &mvinc_refresh_log_level, DEBUG1, log_level_options,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
-	MvOnCaptureTick(scheduler_tick);
+	MvOnCaptureTick(scheduler_tick, schedule_exists);
 }

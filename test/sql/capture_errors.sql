@@ -27,7 +27,10 @@ DROP TABLE cap_otheram;
 DROP ACCESS METHOD cap_other;
 SELECT mvinc.track(NULL) IS NULL AS null_is_null;
 SELECT mvinc.wait_for_capture(timeout => '-1 s');
--- a position that will not be reached soon times out
+-- a position that will not be reached soon times out (once a table is
+-- tracked: with none, nothing is waited for)
+CREATE TABLE cap_wait (id int PRIMARY KEY);
+SELECT mvinc.track('cap_wait') IS NOT NULL AS tracked;
 \set VERBOSITY terse
 SELECT mvinc.wait_for_capture('FFFFFFFF/0', '50 ms');
 \set VERBOSITY default
@@ -49,7 +52,7 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
-DROP TABLE cap_par;
+DROP TABLE cap_par, cap_wait;
 CREATE ROLE cap_other;
 GRANT USAGE ON SCHEMA mvinc TO cap_other;
 SET ROLE cap_other;

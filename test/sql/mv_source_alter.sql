@@ -71,11 +71,21 @@ ALTER TABLE sa_plain SET ACCESS METHOD sa_other;
 ALTER TABLE sa_plain SET ACCESS METHOD heap;
 DROP TABLE sa_plain;
 
--- a source whose views are gone stays tracked until untracked
-DROP MATERIALIZED VIEW sa_agg, sa_proj;
+-- a source whose last view is dropped is no longer tracked (its change log
+-- would keep every row): it changes its access method freely
+DROP MATERIALIZED VIEW sa_agg;
+SELECT count(*) AS still_tracked FROM mvinc.tracked WHERE relid = 'sa_src'::regclass;
+DROP MATERIALIZED VIEW sa_proj;
+SELECT count(*) AS still_tracked FROM mvinc.tracked WHERE relid = 'sa_src'::regclass;
 ALTER TABLE sa_src SET ACCESS METHOD sa_other;
-SELECT mvinc.untrack('sa_src');
-ALTER TABLE sa_src SET ACCESS METHOD sa_other;
+-- one that mvinc.track() asked for stays tracked after its last view
+CREATE TABLE sa_asked (id int PRIMARY KEY, v int);
+SELECT mvinc.track('sa_asked') IS NOT NULL AS tracked;
+CREATE MATERIALIZED VIEW sa_asked_v WITH (mvinc.incremental = true) AS SELECT id, v FROM sa_asked;
+DROP MATERIALIZED VIEW sa_asked_v;
+SELECT count(*) AS still_tracked FROM mvinc.tracked WHERE relid = 'sa_asked'::regclass;
+SELECT mvinc.untrack('sa_asked');
+DROP TABLE sa_asked;
 DROP TABLE sa_src;
 DROP ACCESS METHOD sa_other;
 DROP FUNCTION sa_diff(regclass);
