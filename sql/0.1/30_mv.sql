@@ -165,6 +165,24 @@ CREATE VIEW mvinc.views AS
 -- like pg_matviews: everyone may list the views
 GRANT SELECT ON mvinc.views TO PUBLIC;
 
+-- Refreshes and compactions running now in this database, one row per
+-- backend (shared memory; see mv_progress.c), like pg_stat_progress_*.
+-- The function shows only views the caller may SELECT, so PUBLIC keeps
+-- EXECUTE.
+CREATE FUNCTION mvinc._refresh_progress(OUT pid integer, OUT datid oid, OUT view regclass,
+        OUT command text, OUT mode text, OUT phase text, OUT rows_done bigint,
+        OUT rows_total bigint, OUT started timestamptz, OUT phase_started timestamptz)
+    RETURNS SETOF record
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_refresh_progress';
+
+CREATE VIEW mvinc.refresh_progress AS
+    SELECT p.pid, p.datid, d.datname, p.view, p.command, p.mode, p.phase,
+           p.rows_done, p.rows_total, p.started, p.phase_started
+      FROM mvinc._refresh_progress() p
+      LEFT JOIN pg_catalog.pg_database d ON d.oid = p.datid;
+GRANT SELECT ON mvinc.refresh_progress TO PUBLIC;
+
 -- DROP of a view (or of its source with CASCADE): forget its catalog rows
 -- and its capture consumer.  Storage goes with the view (internal dependency).
 CREATE FUNCTION mvinc._on_sql_drop() RETURNS event_trigger

@@ -131,7 +131,10 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	bool		empty;
 
 	/* no source transaction straddles the start of tracking */
+	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	LockRelationOid(def->sourceid, ShareLock);
+	MvProgressSetMode("initial");
+	MvProgressSetPhase(MV_PHASE_REBUILD, -1);
 	MvTrack(def->sourceid, def->full_old_rows);
 	before = MvInsertLsn();
 	snap = RegisterSnapshot(GetLatestSnapshot());
@@ -175,8 +178,10 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	snaptext = MvSnapshotText(snap, false);
 	target = MvInsertLsn();
+	MvProgressSetPhase(MV_PHASE_WAIT_CAPTURE, -1);
 	MvWaitForCapture(target);
 
+	MvProgressSetPhase(MV_PHASE_READ_CHANGES, -1);
 	MvSummarizeDelta(changelog, L, target, snaptext, cat->checkpoint_snapshot, &sum);
 	newL = before;
 	if (sum.has_invisible && sum.min_invisible - 1 < newL)
@@ -191,10 +196,15 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 				 errdetail("The change log no longer holds the changes after %X/%X.",
 						   LSN_FORMAT_ARGS(L)),
 				 errhint("The versions of the rows changed since then start now; the intermediate ones are missing.")));
+		MvProgressSetMode("full");
+		MvProgressSetPhase(MV_PHASE_REBUILD, -1);
 		HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(source))),
 					 snap, GetCurrentStatementStartTimestamp(), DT_NOEND, false, true, &ap);
 	}
 	else if (sum.inserts + sum.others + sum.truncates > 0)
+	{
+		MvProgressSetMode("incremental");
+		MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, sum.inserts + sum.others + sum.truncates);
 		HistApplyEvents(def, storage, MvSourceName(changelog),
 						psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
 								 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
@@ -202,6 +212,10 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 								 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(target),
 								 snaptext, cat->checkpoint_snapshot),
 						sum.truncates > 0, &ap);
+		MvProgressSetRows(sum.inserts + sum.others + sum.truncates);
+	}
+	else
+		MvProgressSetMode("noop");
 	UnregisterSnapshot(snap);
 	MvSetConsumer(source, HistConsumerName(viewid), newL);
 	HistCatalogSetCheckpoint(viewid, snaptext, newL, ap.opened + ap.closed);
@@ -211,8 +225,8 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
  * REFRESH MATERIALIZED VIEW of a history view (and CREATE ... WITH DATA):
  * the first one opens the current rows, later ones apply what changed.
  */
-void
-HistRefresh(Oid viewid, bool skip_data)
+static void
+refresh_view(Oid viewid, bool skip_data)
 {
 	HistCatalog *cat;
 	HistDef    *def;
@@ -227,7 +241,9 @@ HistRefresh(Oid viewid, bool skip_data)
 				 errhint("Drop the view to discard its history.")));
 	require_read_committed(viewid, "refresh");
 	/* before the rights check's lock: the first refresh upgrades it (populated) */
+	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	LockRelationOid(viewid, ExclusiveLock);
+	MvProgressSetPhase(MV_PHASE_INITIALIZING, -1);
 	MvCheckOwnerCanRead(viewid);
 	cat = begin_feed(viewid, &save, "stream");
 	def = HistDefForView(viewid, cat);
@@ -258,6 +274,22 @@ HistRefresh(Oid viewid, bool skip_data)
 	PG_END_TRY();
 	MvSpiFinish();
 	MvEndInternal(&save);
+}
+
+/* The same, shown in mvinc.refresh_progress while it runs */
+void
+HistRefresh(Oid viewid, bool skip_data)
+{
+	MvProgressBegin(MV_PROGRESS_REFRESH, viewid);
+	PG_TRY();
+	{
+		refresh_view(viewid, skip_data);
+	}
+	PG_FINALLY();
+	{
+		MvProgressEnd();
+	}
+	PG_END_TRY();
 }
 
 /* The rest of CREATE: catalog, storage, and the first computation */

@@ -323,6 +323,34 @@ extern void MvSetRefresher(Oid dboid, Oid viewid, int pid);
 extern void MvStopRefreshersOf(Oid dboid);
 extern void MvReleaseStats(Oid viewid);
 
+/* mv_progress.c: what mvinc.refresh_progress shows of a running command */
+typedef enum MvProgressCommand
+{
+	MV_PROGRESS_REFRESH,
+	MV_PROGRESS_COMPACT
+} MvProgressCommand;
+
+typedef enum MvProgressPhase
+{
+	MV_PHASE_INITIALIZING,
+	MV_PHASE_WAIT_LOCK,			/* for the view's refresh lock or the source's */
+	MV_PHASE_WAIT_CAPTURE,		/* for capture to reach the refresh's target */
+	MV_PHASE_READ_CHANGES,		/* summarizing the change log's delta */
+	MV_PHASE_COMPUTE_DELTA,		/* copying or aggregating the delta */
+	MV_PHASE_APPLY_INSERTS,
+	MV_PHASE_APPLY_CHANGES,		/* updates and deletes (with inserts) */
+	MV_PHASE_REBUILD,			/* recomputing the storage from the source */
+	MV_PHASE_FOLD,				/* folding append rows into the storage */
+	MV_PHASE_VACUUM				/* background compaction's VACUUM */
+} MvProgressPhase;
+
+extern void MvProgressInit(void);
+extern void MvProgressBegin(MvProgressCommand command, Oid viewid);
+extern void MvProgressEnd(void);
+extern void MvProgressSetPhase(MvProgressPhase phase, int64 rows_total);
+extern void MvProgressSetRows(int64 rows);
+extern void MvProgressSetMode(const char *mode);
+
 /* The state rows of a hybrid read's delta (mv_hybrid.c) */
 typedef struct MvDeltaRows
 {

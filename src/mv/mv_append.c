@@ -237,6 +237,7 @@ MvFoldAppend(MvDef *def, MvCatalog *cat)
 	if (!OidIsValid(cat->append_oid) || cat->append_rows == 0)
 		return 0;
 	append = mvinc_table(cat->append_oid);
+	MvProgressSetPhase(MV_PHASE_FOLD, cat->append_rows);
 	MvSpiConnect();
 	MvMergeIntoStorage(def, cat->storage_oid, append_grouped_sql(def, append, NULL));
 	if (SPI_execute(psprintf("DELETE FROM %s", append), false, 0) != SPI_OK_DELETE)
@@ -244,6 +245,7 @@ MvFoldAppend(MvDef *def, MvCatalog *cat)
 	rows = SPI_processed;
 	MvSpiFinish();
 	Assert(rows == cat->append_rows);
+	MvProgressSetRows(rows);
 	cat->append_rows = 0;
 	return rows;
 }
@@ -263,7 +265,8 @@ MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql, int64 inserts
 
 	if (cat->append_rows + inserts > mvinc_compact_fraction * MvStorageRows(cat->storage_oid))
 	{
-		MvFoldAppend(def, cat);
+		if (MvFoldAppend(def, cat) > 0)
+			MvProgressSetPhase(MV_PHASE_APPLY_INSERTS, inserts);
 		MvMergeIntoStorage(def, cat->storage_oid, select_sql);
 		return true;
 	}
@@ -418,9 +421,9 @@ MvStorageRows(Oid storage_oid)
 	return rows;
 }
 
-/* Compact a view now: fold its append table into the storage */
-int64
-MvCompact(Oid viewid)
+/* Fold the append table of viewid into its storage; the rows folded */
+static int64
+compact_view(Oid viewid)
 {
 	MvCatalog  *cat;
 	MvInternal	save;
@@ -429,7 +432,9 @@ MvCompact(Oid viewid)
 	MvRequireReadCommitted(viewid, "compact");
 	MvBecomeInternal(&save);
 	/* the refresh lock: refreshes and compactions of one view serialize */
+	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	LockRelationOid(viewid, ExclusiveLock);
+	MvProgressSetPhase(MV_PHASE_INITIALIZING, -1);
 	cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
 	if (cat != NULL && cat->populated && OidIsValid(cat->storage_oid) &&
 		OidIsValid(cat->append_oid))
@@ -447,5 +452,24 @@ MvCompact(Oid viewid)
 		PG_END_TRY();
 	}
 	MvEndInternal(&save);
+	return rows;
+}
+
+/* Compact a view now, shown in mvinc.refresh_progress while it runs */
+int64
+MvCompact(Oid viewid)
+{
+	int64		rows = 0;
+
+	MvProgressBegin(MV_PROGRESS_COMPACT, viewid);
+	PG_TRY();
+	{
+		rows = compact_view(viewid);
+	}
+	PG_FINALLY();
+	{
+		MvProgressEnd();
+	}
+	PG_END_TRY();
 	return rows;
 }

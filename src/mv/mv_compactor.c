@@ -126,6 +126,8 @@ MvincCompactorMain(Datum arg)
 	MvReleaseCompactor(dboid, viewid);
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("mvinc compactor");
+	/* one row in mvinc.refresh_progress from the fold to the VACUUM */
+	MvProgressBegin(MV_PROGRESS_COMPACT, viewid);
 	/* compaction runs at READ COMMITTED, whatever the server's default */
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
@@ -164,14 +166,17 @@ MvincCompactorMain(Datum arg)
 		 * table with TOAST), the old versions become removable once it
 		 * has passed the fold's commit.
 		 */
+		MvProgressSetPhase(MV_PHASE_WAIT_CAPTURE, -1);
 		(void) MvTryWaitForCapture(XactLastCommitEnd, 2000);
 
+		MvProgressSetPhase(MV_PHASE_VACUUM, -1);
 		pgstat_report_activity(STATE_RUNNING, sql);
 		StartTransactionCommand();
 		raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
 		ExecVacuum(make_parsestate(NULL), castNode(VacuumStmt, raw->stmt), true);
 		CommitTransactionCommand();
 	}
+	MvProgressEnd();
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }

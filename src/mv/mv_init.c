@@ -207,6 +207,7 @@ MvincMvInit(void)
 	MvCompactorInit();
 	MvSchedulerInit();
 	MvStatsInit();
+	MvProgressInit();
 	MvRefreshInit();
 	RegisterXactCallback(mv_xact_callback, NULL);
 	RegisterSubXactCallback(mv_subxact_callback, NULL);

@@ -428,19 +428,22 @@ typedef struct RefreshCtx
 	char	   *delta;			/* WHERE of the consumed change-log rows (alias s) */
 	bool		own_modified;	/* this transaction changed the source */
 	TimestampTz started;		/* when the refresh began (after its lock) */
+	int64		delta_rows;		/* change-log rows of the delta (progress) */
 } RefreshCtx;
 
 /* Rebuild the storage from the source under S' */
 static void
 rebuild(RefreshCtx *rc)
 {
+	MvProgressSetPhase(MV_PHASE_REBUILD, -1);
 	run(psprintf("DELETE FROM %s", rc->storage), InvalidSnapshot, SPI_OK_DELETE);
 	if (OidIsValid(rc->cat->append_oid))
 		run(psprintf("DELETE FROM mvinc.%s", quote_identifier(get_rel_name(rc->cat->append_oid))),
 			InvalidSnapshot, SPI_OK_DELETE);
 	rc->cat->append_rows = 0;
-	run(insert_from(rc->def, rc->storage, psprintf("ONLY %s s", MvSourceName(rc->def->sourceid)), NULL),
-		rc->snap, SPI_OK_INSERT);
+	MvProgressSetRows(run(insert_from(rc->def, rc->storage,
+									  psprintf("ONLY %s s", MvSourceName(rc->def->sourceid)), NULL),
+						  rc->snap, SPI_OK_INSERT));
 	run(psprintf("ANALYZE %s", rc->storage), InvalidSnapshot, 0);
 }
 
@@ -582,12 +585,14 @@ apply_merge(RefreshCtx *rc)
 	MvDef	   *def = rc->def;
 	char	   *ids = rowid_source_cols(def, "s");
 
+	MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, rc->delta_rows);
 	run(psprintf("DELETE FROM %s t USING (SELECT DISTINCT %s FROM %s s WHERE %s) d WHERE %s",
 				 rc->storage, ids, rc->changelog, rc->delta, rowid_match(def)),
 		InvalidSnapshot, SPI_OK_DELETE);
 	run(insert_from(def, rc->storage, last_images_sql(def, rc->changelog, rc->delta),
 					" AND s._mvinc_rn = 1 AND s._mvinc_image = 'n'"),
 		InvalidSnapshot, SPI_OK_INSERT);
+	MvProgressSetRows(rc->delta_rows);
 }
 
 /*
@@ -725,6 +730,7 @@ apply_regroup(RefreshCtx *rc)
 				 touched, group_exprs_as(def, "s", true), rc->changelog, rc->delta, where_sql(def, "s")),
 		InvalidSnapshot, 0);
 	run(psprintf("ANALYZE %s", touched), InvalidSnapshot, 0);
+	MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, rc->delta_rows);
 	run(psprintf("DELETE FROM %s t USING %s d WHERE %s",
 				 rc->storage, touched, MvKeyEqSql(def, "t", false, "d")),
 		InvalidSnapshot, SPI_OK_DELETE);
@@ -732,6 +738,7 @@ apply_regroup(RefreshCtx *rc)
 					psprintf(" AND EXISTS (SELECT 1 FROM %s d WHERE %s)",
 							 touched, MvKeyEqSql(def, "s", true, "d"))),
 		rc->snap, SPI_OK_INSERT);
+	MvProgressSetRows(rc->delta_rows);
 }
 
 /*
@@ -820,6 +827,7 @@ apply_retract(RefreshCtx *rc)
 	 * statistics lag far behind: the planner would take the delta for a
 	 * few rows and probe the storage's index once per row.  Hash it.
 	 */
+	MvProgressSetPhase(MV_PHASE_COMPUTE_DELTA, -1);
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("enable_nestloop", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
@@ -827,6 +835,7 @@ apply_retract(RefreshCtx *rc)
 							 GUC_ACTION_SAVE, true, 0, false);
 	run(sql.data, InvalidSnapshot, 0);
 	AtEOXact_GUC(true, nestlevel);
+	MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, rc->delta_rows);
 
 	if (!keys)
 	{
@@ -841,6 +850,7 @@ apply_retract(RefreshCtx *rc)
 		run(psprintf("INSERT INTO %s (%s) SELECT %s FROM %s a", rc->storage,
 					 MvColumnListSql(def, -1, NULL), MvColumnListSql(def, -1, "a."), applied),
 			InvalidSnapshot, SPI_OK_INSERT);
+		MvProgressSetRows(rc->delta_rows);
 		return;
 	}
 	run(psprintf("ANALYZE %s", applied), InvalidSnapshot, 0);
@@ -872,12 +882,16 @@ apply_retract(RefreshCtx *rc)
 	/* groups whose retraction was refused, from the source (when there are any) */
 	if (run(psprintf("SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) LIMIT 1",
 					 applied, refused), InvalidSnapshot, SPI_OK_SELECT) == 0)
+	{
+		MvProgressSetRows(rc->delta_rows);
 		return;
+	}
 	run(insert_from(def, rc->storage, psprintf("ONLY %s s", MvSourceName(def->sourceid)),
 					psprintf(" AND EXISTS (SELECT 1 FROM %s a WHERE a._mvinc_count > 0 AND (%s) "
 							 "AND %s)",
 							 applied, refused, MvKeyEqSql(def, "s", true, "a"))),
 		rc->snap, SPI_OK_INSERT);
+	MvProgressSetRows(rc->delta_rows);
 }
 
 /*
@@ -893,6 +907,7 @@ materialize_delta(RefreshCtx *rc)
 	static int	counter = 0;
 	char	   *delta = psprintf("pg_temp.mvinc_delta_%u_%d", rc->viewid, ++counter);
 
+	MvProgressSetPhase(MV_PHASE_COMPUTE_DELTA, -1);
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT * FROM %s s WHERE %s",
 				 delta, rc->changelog, rc->delta), InvalidSnapshot, 0);
 	rc->changelog = delta;
@@ -906,7 +921,9 @@ refresh_setup(Oid viewid)
 	RefreshCtx *rc = palloc0(sizeof(RefreshCtx));
 
 	/* Two refreshes of one view serialize here; readers are not blocked */
+	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	LockRelationOid(viewid, ExclusiveLock);
+	MvProgressSetPhase(MV_PHASE_INITIALIZING, -1);
 	rc->started = GetCurrentTimestamp();
 	rc->viewid = viewid;
 	rc->cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
@@ -956,7 +973,9 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 {
 	Oid			source = rc->def->sourceid;
 
+	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	LockRelationOid(source, ShareLock);
+	MvProgressSetPhase(MV_PHASE_INITIALIZING, -1);
 	if (!OidIsValid(rc->cat->storage_oid) && !MvTryTrack(source, rc->def->kind == MV_KIND_AGGREGATE))
 	{
 		/*
@@ -971,6 +990,7 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 				 errhint("Refresh the view again after this transaction commits; until then reads run its query.")));
 		MvMarkPopulated(rc->viewid);
 		res->mode = "noop";
+		MvProgressSetMode(res->mode);
 		return;
 	}
 	MvTrack(source, rc->def->kind == MV_KIND_AGGREGATE);
@@ -979,6 +999,7 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	MvMarkPopulated(rc->viewid);
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 
+	MvProgressSetMode("initial");
 	take_snapshot(rc);
 	rebuild(rc);
 	res->mode = "initial";
@@ -1068,9 +1089,11 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	rc->changelog = MvSourceName(changelog);
 
 	take_snapshot(rc);
+	MvProgressSetPhase(MV_PHASE_WAIT_CAPTURE, -1);
 	waited = GetCurrentTimestamp();
 	MvWaitForCapture(rc->target);
 	waited = GetCurrentTimestamp() - waited;
+	MvProgressSetPhase(MV_PHASE_READ_CHANGES, -1);
 
 	rc->delta = psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
 						 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
@@ -1098,16 +1121,22 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	res->from_lsn = L;
 	res->to_lsn = rc->target;
 	res->changes = nins + nother;
+	rc->delta_rows = nins + nother;
+	MvProgressSetRows(nins + nother + ntrunc);
 
 	if (full || rc->own_modified || ntrunc > 0 || MvRetainedFrom(source) > L ||
 		rc->cat->built_generation != rc->cat->source_generation ||
 		(nkeyonly > 0 && rc->def->kind == MV_KIND_AGGREGATE))
 	{
+		MvProgressSetMode("full");
 		rebuild(rc);
 		res->mode = "full";
 	}
 	else if (nins + nother == 0)
+	{
 		res->mode = "noop";
+		MvProgressSetMode(res->mode);
+	}
 	else if (nother == 0)
 	{
 		/*
@@ -1115,11 +1144,15 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		 * change log (no temporary table, no ANALYZE), go to the append
 		 * table or are merged into the storage through its key index.
 		 */
+		MvProgressSetMode("incremental");
+		MvProgressSetPhase(MV_PHASE_APPLY_INSERTS, nins);
 		apply_inserts(rc, nins);
+		MvProgressSetRows(nins);
 		res->mode = "incremental";
 	}
 	else if (rc->def->kind == MV_KIND_PROJECTION)
 	{
+		MvProgressSetMode("merge");
 		materialize_delta(rc);
 		apply_merge(rc);
 		res->mode = "merge";
@@ -1127,6 +1160,7 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 	else
 	{
 		/* retraction and regrouping work on one row per group */
+		MvProgressSetMode("regroup");
 		MvFoldAppend(rc->def, rc->cat);
 		if (rc->def->retractable)
 			apply_retract(rc);
@@ -1199,10 +1233,9 @@ MvRefreshNoData(Oid viewid)
  * the refresh's snapshot S' (registered: the caller unregisters it), or
  * InvalidSnapshot when the refresh took none.
  */
-static MvRefreshResult
-refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
+static void
+refresh_view_run(Oid viewid, bool full, bool initial, Snapshot *keep, MvRefreshResult *res)
 {
-	MvRefreshResult res = {0};
 	RefreshCtx *rc;
 	MvInternal save;
 
@@ -1221,9 +1254,9 @@ refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
 	PG_TRY();
 	{
 		if (initial || !rc->cat->populated || !OidIsValid(rc->cat->storage_oid))
-			refresh_initial(rc, &res);
+			refresh_initial(rc, res);
 		else
-			refresh_changes(rc, full, &res);
+			refresh_changes(rc, full, res);
 	}
 	PG_FINALLY();
 	{
@@ -1236,6 +1269,24 @@ refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
 		UnregisterSnapshot(rc->snap);
 	MvSpiFinish();
 	MvEndInternal(&save);
+}
+
+/* The same, shown in mvinc.refresh_progress while it runs */
+static MvRefreshResult
+refresh_view(Oid viewid, bool full, bool initial, Snapshot *keep)
+{
+	MvRefreshResult res = {0};
+
+	MvProgressBegin(MV_PROGRESS_REFRESH, viewid);
+	PG_TRY();
+	{
+		refresh_view_run(viewid, full, initial, keep, &res);
+	}
+	PG_FINALLY();
+	{
+		MvProgressEnd();
+	}
+	PG_END_TRY();
 	return res;
 }
 

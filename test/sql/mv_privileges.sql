@@ -15,8 +15,9 @@ CREATE VIEW p_over_secret AS SELECT g, n FROM p_secret;
 GRANT SELECT ON p_over_secret TO p_reader;
 
 -- The underscore functions of schema mvinc that PUBLIC may still call:
--- the read path's branch choice and the helpers of mvinc.views (granted to
--- PUBLIC), each of which checks the caller's rights on the view itself.
+-- the read path's branch choice and the helpers of mvinc.views and
+-- mvinc.refresh_progress (granted to PUBLIC), each of which checks the
+-- caller's rights on the view itself.
 SELECT p.oid::regprocedure AS public_internal
   FROM pg_catalog.pg_proc p
  WHERE p.pronamespace = 'mvinc'::regnamespace AND p.proname LIKE '\_%'
