@@ -71,5 +71,14 @@ REVOKE ALL ON FUNCTION mvinc._capture_status() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
 
--- The capture worker (and its replication slot) starts with the first table
--- tracked in this database, and stops some time after the last is untracked.
+CREATE FUNCTION mvinc._start_worker() RETURNS void
+    LANGUAGE c STRICT
+    AS 'MODULE_PATHNAME', 'mvinc_start_worker';
+REVOKE ALL ON FUNCTION mvinc._start_worker() FROM PUBLIC;
+
+-- The capture worker runs while tables are tracked (it starts with the first,
+-- and stops mvinc.capture_idle_stop after the last).  Start it now if a
+-- worker slot is free: it waits for this transaction, creates the slot and
+-- keeps it for that long, so that a view created right after, even in a
+-- transaction that has already written, is captured from its start.
+SELECT mvinc._start_worker();

@@ -143,6 +143,8 @@ extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 extern PGDLLEXPORT void MvincLauncherMain(Datum arg);
 extern PGDLLEXPORT void MvincWorkerMain(Datum arg);
 extern void MvincStartWorker(Oid dboid, bool error_if_none);
+extern void MvincStartWorkerForExtension(void);
+extern int	MvincFreeReplicationSlots(void);
 extern void MvincWakeWorker(Oid dboid);
 extern bool MvincStopWorkerForDropdb(Oid dboid);
 extern void MvincResumeWorker(Oid dboid);

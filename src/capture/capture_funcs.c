@@ -27,6 +27,7 @@ PG_FUNCTION_INFO_V1(mvinc_track);
 PG_FUNCTION_INFO_V1(mvinc_untrack);
 PG_FUNCTION_INFO_V1(mvinc_wait_for_capture);
 PG_FUNCTION_INFO_V1(mvinc_capture_status);
+PG_FUNCTION_INFO_V1(mvinc_start_worker);
 
 /* mvinc.track(rel regclass, full_old_rows boolean) returns regclass */
 Datum
@@ -286,3 +287,10 @@ mvinc_capture_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
+/* mvinc._start_worker(): run by CREATE EXTENSION (best effort) */
+Datum
+mvinc_start_worker(PG_FUNCTION_ARGS)
+{
+	MvincStartWorkerForExtension();
+	PG_RETURN_VOID();
+}

@@ -382,8 +382,8 @@ MvincAnyTracked(void)
 }
 
 /* Free replication slots (in_use == false), counted */
-static int
-free_replication_slots(void)
+int
+MvincFreeReplicationSlots(void)
 {
 	int			n = 0;
 
@@ -421,7 +421,7 @@ MvincRequireCaptureWorker(void)
 		return;
 
 	MvincCaptureSlotName(MyDatabaseId, name);
-	if (SearchNamedReplicationSlot(name, true) == NULL && free_replication_slots() == 0)
+	if (SearchNamedReplicationSlot(name, true) == NULL && MvincFreeReplicationSlots() == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no free replication slot for the mvinc capture worker of database \"%s\"",

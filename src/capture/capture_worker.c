@@ -147,9 +147,11 @@ worker_xact_callback(XactEvent event, void *arg)
 		elog(ERROR, "mvinc capture worker: a write in a transaction hidden from other snapshots");
 }
 
+static void start_worker(Oid dboid, int elevel, bool linger);
+
 /* Fill in the registration of a database's capture worker */
 static void
-worker_registration(BackgroundWorker *bgw, Oid dboid, TransactionId xid)
+worker_registration(BackgroundWorker *bgw, Oid dboid, TransactionId xid, bool linger)
 {
 	memset(bgw, 0, sizeof(*bgw));
 	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -161,6 +163,7 @@ worker_registration(BackgroundWorker *bgw, Oid dboid, TransactionId xid)
 	snprintf(bgw->bgw_type, BGW_MAXLEN, "mvinc capture worker");
 	bgw->bgw_main_arg = ObjectIdGetDatum(dboid);
 	memcpy(bgw->bgw_extra, &xid, sizeof(xid));
+	memcpy(bgw->bgw_extra + sizeof(xid), &linger, sizeof(linger));
 	bgw->bgw_notify_pid = 0;
 }
 
@@ -171,7 +174,7 @@ try_start_worker(Oid dboid)
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
 
-	worker_registration(&bgw, dboid, InvalidTransactionId);
+	worker_registration(&bgw, dboid, InvalidTransactionId, false);
 	return RegisterDynamicBackgroundWorker(&bgw, &handle);
 }
 
@@ -183,6 +186,26 @@ try_start_worker(Oid dboid)
  */
 void
 MvincStartWorker(Oid dboid, bool error_if_none)
+{
+	start_worker(dboid, error_if_none ? ERROR : WARNING, false);
+}
+
+/*
+ * CREATE EXTENSION: start the worker, which waits for this transaction,
+ * creates the slot and runs for mvinc.capture_idle_stop even with nothing
+ * tracked, so that views created right after, even in a transaction that
+ * has written first, are captured from their start.  Best effort: without
+ * a free worker slot the first table tracked starts it (or says why not).
+ */
+void
+MvincStartWorkerForExtension(void)
+{
+	if (MvincFreeReplicationSlots() > 0)
+		start_worker(MyDatabaseId, DEBUG1, true);
+}
+
+static void
+start_worker(Oid dboid, int elevel, bool linger)
 {
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
@@ -207,7 +230,7 @@ MvincStartWorker(Oid dboid, bool error_if_none)
 
 	if (s == NULL)
 	{
-		ereport(error_if_none ? ERROR : WARNING,
+		ereport(elevel,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start the mvinc capture worker for database %u", dboid),
 				 errdetail("Capture workers run in %d databases, the most \"mvinc.capture_max_databases\" allows.",
@@ -216,15 +239,15 @@ MvincStartWorker(Oid dboid, bool error_if_none)
 		return;
 	}
 
-	if (error_if_none)
+	if (elevel >= ERROR || linger)
 		xid = GetTopTransactionIdIfAny();
-	worker_registration(&bgw, dboid, xid);
+	worker_registration(&bgw, dboid, xid, linger);
 	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
 	{
 		LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
 		s->start_requested = 0;
 		LWLockRelease(MvincCaptureShared->lock);
-		ereport(error_if_none ? ERROR : WARNING,
+		ereport(elevel,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start the mvinc capture worker for database %u", dboid),
 				 errdetail("All background worker slots are in use."),
@@ -922,9 +945,11 @@ MvincWorkerMain(Datum arg)
 {
 	Oid			dboid = DatumGetObjectId(arg);
 	TransactionId creator;
+	bool		linger;
 	int			failures;
 
 	memcpy(&creator, MyBgworkerEntry->bgw_extra, sizeof(creator));
+	memcpy(&linger, MyBgworkerEntry->bgw_extra + sizeof(creator), sizeof(linger));
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
@@ -962,6 +987,9 @@ MvincWorkerMain(Datum arg)
 	MyCaptureSlot->start_requested = 0;
 	failures = MyCaptureSlot->failures;
 	LWLockRelease(MvincCaptureShared->lock);
+	/* a restart after an error does not keep an idle database's worker */
+	if (failures > 0)
+		linger = false;
 	on_shmem_exit(worker_shmem_exit, (Datum) 0);
 	RegisterXactCallback(worker_xact_callback, NULL);
 
@@ -1002,8 +1030,12 @@ MvincWorkerMain(Datum arg)
 			drop_own_slot();
 			proc_exit(0);
 		}
-		/* started at server start, or for a tracker that rolled back */
-		if (nothing_to_capture())
+		/*
+		 * Started at server start, or for a tracker that rolled back: stop
+		 * now.  Started by CREATE EXTENSION: the loop stops it once idle
+		 * for mvinc.capture_idle_stop.
+		 */
+		if (!linger && nothing_to_capture())
 			stop_idle_worker(NULL);
 		capture_loop();
 	}

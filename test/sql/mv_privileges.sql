@@ -36,6 +36,7 @@ SELECT mvinc._read_branch('p_secret'::regclass::oid);
 SELECT mvinc.read_path('p_secret');
 SELECT mvinc._agg_final_stored('count()'::regprocedure, NULL, NULL::bigint);
 SELECT * FROM mvinc._capture_status();
+SELECT mvinc._start_worker();
 SELECT mvinc._check_setup();
 \set VERBOSITY default
 -- a view the reader may read answers
