@@ -3,14 +3,16 @@
 
 EXTENSION    = mvinc
 MODULE_big   = mvinc
-EXTVERSION   = 0.1
+EXTVERSION   = 0.2
 
 # Every C file under src/ is part of the library; subsystems own their folder.
 OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 
-# The install script is assembled from one part per subsystem (sql/0.1/*.sql).
+# The install script is assembled from one part per subsystem
+# (sql/$(EXTVERSION)/*.sql).  Earlier versions' scripts are kept as they
+# were released, with an upgrade script from each to the next.
 DATA_built   = sql/mvinc--$(EXTVERSION).sql
-DATA         = $(sort $(wildcard sql/mvinc--*--*.sql))
+DATA         = sql/mvinc--0.1.sql $(sort $(wildcard sql/mvinc--*--*.sql))
 
 PG_CPPFLAGS  = -I$(srcdir)/src
 PG_CFLAGS    = -Wall -Werror -Wno-missing-braces

@@ -51,6 +51,7 @@ extern MvincCaptureTickFn mvinc_capture_tick;
 typedef bool (*MvincCaptureWantedFn) (void);
 extern MvincCaptureWantedFn mvinc_capture_wanted;
 extern void MvincRequireCaptureWorker(void);
+extern void MvincWantCaptureWorker(void);
 extern void MvincAwaitCaptureSlot(void);
 extern void MvincMarkRequested(Oid relid);
 extern void MvincReleaseSource(Oid relid);

@@ -31,6 +31,7 @@
 #include "miscadmin.h"
 #include "replication/slot.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -76,6 +77,12 @@ tracked_column(Oid relid, AttrNumber attnum, Snapshot snapshot, Datum *value)
 		return false;
 	nsp = get_namespace_oid(MVINC_SCHEMA, false);
 	rel = table_open(tracked, AccessShareLock);
+	/* a column an older version's catalog does not have (before its UPDATE) */
+	if (attnum > RelationGetDescr(rel)->natts)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
 	ScanKeyInit(&key, Anum_tracked_relid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relid));
 	scan = systable_beginscan(rel, get_relname_relid(MVINC_TRACKED_PKEY, nsp),
@@ -433,28 +440,51 @@ MvincRequireCaptureWorker(void)
 }
 
 /*
- * Make sure a change committed after track() is decoded: the worker's
- * slot must be consistent before that commit.  A transaction that has no
- * xid waits until it is.  One that has one cannot (creating a slot waits
- * for every running xid, ours too): it goes on, and a slot created after
- * it began records its tables' earlier changes as lost (capture_loop), so
- * their views rebuild at their next refresh and read live until then.
- * Whatever will track tables (a refresh that adopts a restored view) calls
- * it before its transaction writes anything.
+ * As MvincRequireCaptureWorker, but a worker that cannot start is only a
+ * WARNING (a restore must not fail for it; the next table tracked or the
+ * next server start tries again).
  */
+void
+MvincWantCaptureWorker(void)
+{
+	if (MvincCaptureShared == NULL)
+		return;
+	LockRelationOid(MvincTrackedRelid(), RowExclusiveLock);
+	MvincStartWorker(MyDatabaseId, false);
+}
+
+/*
+ * Make sure a change committed after track() is decoded.  When the
+ * worker's slot is consistent before our commit, it is.  Otherwise the
+ * worker, once its new slot is consistent, records the tables tracked
+ * before that as having lost their earlier changes (capture_loop), so
+ * their views read live and rebuild at their first refresh: exact, but
+ * slower until then.  So a transaction without an xid waits a little for
+ * the slot; one with an xid does not (creating a slot waits for every
+ * running xid, ours too), nor does anyone longer than CAPTURE_SLOT_WAIT_MS
+ * (a long transaction elsewhere holds the slot back; waiting longer only
+ * stalls, and whoever waits for our locks with it).  A worker that keeps
+ * failing is an error.  Whatever will track a table calls this before it
+ * locks the table or writes (MvAwaitCapture).
+ */
+#define CAPTURE_SLOT_WAIT_MS	2000
+
 void
 MvincAwaitCaptureSlot(void)
 {
+	static LocalTransactionId gave_up_in = InvalidLocalTransactionId;
 	TimestampTz start = GetCurrentTimestamp();
 
 	MvincRequireCaptureWorker();
-	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+	/* (once this transaction has waited in vain, it does not again) */
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()) || gave_up_in == MyProc->lxid)
 		return;
 
 	for (;;)
 	{
 		CaptureWorkerSlot *s;
 		bool		ready = false;
+		int			failures = 0;
 		char		err[MVINC_ERRMSG_LEN] = "";
 
 		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
@@ -462,19 +492,29 @@ MvincAwaitCaptureSlot(void)
 		if (s != NULL)
 		{
 			ready = s->slot_ready;
+			failures = s->failures;
 			strlcpy(err, s->last_error, sizeof(err));
 		}
 		LWLockRelease(MvincCaptureShared->lock);
 		if (ready)
 			return;
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), 60000))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the mvinc capture worker of database \"%s\" is not ready",
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), CAPTURE_SLOT_WAIT_MS))
+		{
+			if (failures > 0 && err[0])
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the mvinc capture worker of database \"%s\" is not ready",
+								get_database_name(MyDatabaseId)),
+						 errdetail("Its last error: %s", err),
+						 errhint("Check mvinc.capture, then retry.")));
+			gave_up_in = MyProc->lxid;
+			ereport(NOTICE,
+					(errmsg("change capture of database \"%s\" is starting",
 							get_database_name(MyDatabaseId)),
-					 err[0] ? errdetail("Its last error: %s", err) :
-					 errdetail("Its replication slot is not created yet (it waits for the transactions running when it began)."),
-					 errhint("Check mvinc.capture, then retry.")));
+					 errdetail("Its replication slot waits for the transactions running now to end."),
+					 errhint("Views of the tables tracked meanwhile read their queries until their first refresh, which rebuilds them.")));
+			return;
+		}
 		/* it may have stopped meanwhile (an error): start it again */
 		MvincStartWorker(MyDatabaseId, false);
 		CHECK_FOR_INTERRUPTS();
@@ -686,7 +726,13 @@ MvincMarkRequested(Oid relid)
 	int			spi_nest;
 	Oid			save_userid;
 	int			save_sec;
+	Relation	rel = table_open(MvincTrackedRelid(), AccessShareLock);
+	bool		has_column = RelationGetDescr(rel)->natts >= Anum_tracked_requested;
 
+	table_close(rel, AccessShareLock);
+	/* 0.1's catalog, before ALTER EXTENSION mvinc UPDATE: no such column */
+	if (!has_column)
+		return;
 	become_extension_owner(&save_userid, &save_sec);
 	spi_nest = MvincSpiConnect();
 	run_sql_oid("UPDATE mvinc.tracked SET requested = true WHERE relid = $1 AND NOT requested",
@@ -711,6 +757,7 @@ MvincReleaseSource(Oid relid)
 		return;
 	/* as untrack: not while a tracker or writer decides on it */
 	LockRelationOid(relid, ShareUpdateExclusiveLock);
+	InvalidateCatalogSnapshot();	/* mvinc.tracked as committed now */
 	logid = MvincChangeLogRelid(relid);
 	if (!OidIsValid(logid) ||
 		!tracked_column(relid, Anum_tracked_requested, NULL, &requested) ||

@@ -309,7 +309,7 @@ MvincStopWorkerForDropdb(Oid dboid)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(10000L);
 		LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
-		pid = s->pid;
+		pid = s->dboid == dboid ? s->pid : 0;
 		LWLockRelease(MvincCaptureShared->lock);
 	}
 	MvincCaptureSlotName(dboid, name);
@@ -473,7 +473,15 @@ stop_idle_worker(LogicalDecodingContext *ctx)
 	MvincWriterResetProgress();
 	PopActiveSnapshot();
 	LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
-	memset(MyCaptureSlot, 0, sizeof(CaptureWorkerSlot));
+	/* DROP DATABASE, meanwhile, keeps the entry (and its mark) to itself */
+	if (MyCaptureSlot->db_dropped)
+	{
+		MyCaptureSlot->pid = 0;
+		MyCaptureSlot->latch = NULL;
+		MyCaptureSlot->slot_ready = false;
+	}
+	else
+		memset(MyCaptureSlot, 0, sizeof(CaptureWorkerSlot));
 	MyCaptureSlot = NULL;
 	LWLockRelease(MvincCaptureShared->lock);
 	ConditionVariableBroadcast(&MvincCaptureShared->progress_cv);
@@ -1046,12 +1054,16 @@ MvincWorkerMain(Datum arg)
 		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
 		LWLockReleaseAll();
-		LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
-		strlcpy(MyCaptureSlot->last_error, edata->message ? edata->message : "unknown error",
-				MVINC_ERRMSG_LEN);
-		MyCaptureSlot->last_error_time = GetCurrentTimestamp();
-		MyCaptureSlot->failures++;
-		LWLockRelease(MvincCaptureShared->lock);
+		/* (no entry left: an error while stopping idle) */
+		if (MyCaptureSlot != NULL)
+		{
+			LWLockAcquire(MvincCaptureShared->lock, LW_EXCLUSIVE);
+			strlcpy(MyCaptureSlot->last_error, edata->message ? edata->message : "unknown error",
+					MVINC_ERRMSG_LEN);
+			MyCaptureSlot->last_error_time = GetCurrentTimestamp();
+			MyCaptureSlot->failures++;
+			LWLockRelease(MvincCaptureShared->lock);
+		}
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

@@ -92,7 +92,18 @@ begin_feed(Oid viewid, MvInternal *save, const char *feed)
 	HistCatalog *cat;
 
 	MvBecomeInternal(save);
-	MvAwaitCapture();
+	/*
+	 * A change-fed view whose source is not tracked (restored): have
+	 * capture running before this transaction takes a lock or writes (see
+	 * MvAwaitCapture).  Snapshot loads need no capture.
+	 */
+	if (strcmp(feed, "stream") == 0)
+	{
+		HistCatalog *peek = HistCatalogLookup(viewid, false);
+
+		if (peek != NULL && !OidIsValid(MvChangeLogRelid(peek->sourceid)))
+			MvAwaitCapture();
+	}
 	if (work_mem < 65536)
 		(void) set_config_option("work_mem", "64MB", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);

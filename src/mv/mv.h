@@ -176,6 +176,7 @@ extern bool MvXactMayHaveWritten(Oid relid);
 extern XLogRecPtr MvCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
 extern void MvOnCaptureTick(void (*tick) (void), bool (*wanted) (void));
 extern void MvRequireCaptureWorker(void);
+extern void MvWantCaptureWorker(void);
 extern void MvAwaitCapture(void);
 extern void MvReleaseSource(Oid sourceid);
 extern bool MvXactModified(Oid relid);

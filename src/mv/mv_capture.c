@@ -9,8 +9,13 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "capture/capture.h"
 #include "mv/mv.h"
@@ -137,14 +142,24 @@ MvOnCaptureTick(void (*tick) (void), bool (*wanted) (void))
 }
 
 /*
- * Before a refresh writes anything (it may track its source: a restored
- * view's adoption): have this database's capture running, so that the
- * tracking need not count the changes before it as lost.
+ * Before whatever will track a source (a view's creation, a refresh that
+ * adopts a restored view) takes a lock on it or writes: have this
+ * database's capture running, so that the tracking need not count the
+ * changes before it as lost.  Waiting later, with the source locked, can
+ * stall: the new slot waits for running transactions, and a writer of the
+ * source that already has an xid would wait for our lock.
  */
 void
 MvAwaitCapture(void)
 {
 	MvincAwaitCaptureSlot();
+}
+
+/* MvRequireCaptureWorker, warning instead of failing (restores) */
+void
+MvWantCaptureWorker(void)
+{
+	MvincWantCaptureWorker();
 }
 
 /* This transaction makes the capture worker needed (a refresh schedule) */
@@ -156,23 +171,38 @@ MvRequireCaptureWorker(void)
 
 /*
  * A view of sourceid was dropped (its catalog row is gone): when no view of
- * either kind reads the source any more, capture of it may stop.
+ * either kind reads the source any more, capture of it may stop.  Asked
+ * under the lock that creating a view takes on its source first (SHARE, in
+ * create_incremental and create_history) and tracking takes too, in the
+ * latest snapshot: a view created meanwhile, committed before we got the
+ * lock, is seen (a transaction snapshot of REPEATABLE READ would not), and
+ * one created after waits for our commit and tracks the source anew.
  */
 void
 MvReleaseSource(Oid sourceid)
 {
-	List	   *users = NIL;
 	MvInternal	save;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(sourceid)};
+	SPIPlanPtr	plan;
+	bool		used;
 
-	if (!OidIsValid(sourceid))
-		return;
-	MvSpiOids("SELECT 1::pg_catalog.oid FROM mvinc.mv_view WHERE source = $1::pg_catalog.regclass "
-			  "UNION ALL SELECT 1 FROM mvinc.history_view WHERE source = $1::pg_catalog.regclass "
-			  "LIMIT 1", 1, &sourceid, false, &users, NULL);
-	if (users != NIL)
+	if (!OidIsValid(sourceid) || !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(sourceid)))
 		return;
 	MvBecomeInternal(&save);
-	MvincReleaseSource(sourceid);
+	LockRelationOid(sourceid, ShareUpdateExclusiveLock);
+	MvSpiConnect();
+	plan = SPI_prepare("SELECT 1 FROM mvinc.mv_view WHERE source = $1::pg_catalog.regclass "
+					   "UNION ALL SELECT 1 FROM mvinc.history_view WHERE source = $1::pg_catalog.regclass "
+					   "LIMIT 1", 1, types);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for the views of source %u", sourceid);
+	used = SPI_processed > 0;
+	MvSpiFinish();
+	if (!used)
+		MvincReleaseSource(sourceid);
 	MvEndInternal(&save);
 }
 

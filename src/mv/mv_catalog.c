@@ -81,7 +81,7 @@ storage_exists(Oid storage_oid, const char *storage_name)
  * The catalog row of a view, or NULL.  With latest, read with the latest
  * snapshot (refresh, after it has locked the view).
  */
-/* Columns of mvinc.mv_view (sql/0.1/30_mv.sql) that lookups read */
+/* Columns of mvinc.mv_view (sql/0.2/30_mv.sql) that lookups read */
 #define Anum_mv_view_view				1
 #define Anum_mv_view_source				2
 #define Anum_mv_view_kind				3

@@ -32,6 +32,7 @@
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -141,6 +142,17 @@ schedule_exists(void)
 						 true, 1) == SPI_OK_SELECT && SPI_processed > 0;
 	MvSpiFinish();
 	return exists;
+}
+
+/* Trigger on mvinc.mv_view: a row with a schedule wants the capture worker */
+PG_FUNCTION_INFO_V1(mvinc_mv_view_scheduled);
+Datum
+mvinc_mv_view_scheduled(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "not called as a trigger");
+	MvWantCaptureWorker();
+	return PointerGetDatum(NULL);
 }
 
 /* Does the view have changes a reader would see now, or need a rebuild? */

@@ -327,6 +327,8 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	 * slot cannot be created by a transaction that has written), under the
 	 * SHARE lock that the initial computation holds until commit.
 	 */
+	if (!OidIsValid(MvChangeLogRelid(def->sourceid)))
+		MvAwaitCapture();		/* before any lock: see MvAwaitCapture */
 	if (!skipData)
 		LockRelationOid(def->sourceid, ShareLock);
 	MvTrack(def->sourceid, def->kind == MV_KIND_AGGREGATE);
@@ -377,6 +379,8 @@ create_history(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	if (!skipData)
 	{
 		/* track before this transaction writes (see create_incremental) */
+		if (!OidIsValid(MvChangeLogRelid(def->sourceid)))
+			MvAwaitCapture();
 		LockRelationOid(def->sourceid, ShareLock);
 		MvTrack(def->sourceid, def->full_old_rows);
 	}

@@ -149,4 +149,24 @@ $node->safe_psql('d4', 'INSERT INTO t VALUES (1, 1)');
 ok(wait_for('d4', "SELECT mvinc.read_path('mv')", 'fresh'), 'the scheduled view refreshes itself');
 is($node->safe_psql('d4', $diff), '0', 'and is right');
 
+# A scheduled view restored into a database whose worker has stopped: the
+# restored catalog row (COPY) starts the worker, which runs the schedule.
+my $dump = $node->basedir . '/d4.dump';
+command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('d4') ], 'a dump of d4');
+# (two worker slots: d5's capture worker and its refresh worker need both)
+$node->safe_psql('d4', 'DROP MATERIALIZED VIEW mv');
+ok(wait_for('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker'", '0'),
+	'd4 has nothing left to capture');
+$node->safe_psql('postgres', 'CREATE DATABASE d5');
+command_ok([ 'pg_restore', '--section=pre-data', '-d', $node->connstr('d5'), $dump ], 'its pre-data restored');
+ok(wait_for('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker' AND datname = 'd5'", '0'),
+	'no worker runs in the new database');
+command_ok([ 'pg_restore', '--section=data', '-d', $node->connstr('d5'), $dump ], 'its data restored');
+ok(wait_for('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker' AND datname = 'd5'", '1'),
+	'the restored schedule started the worker');
+command_ok([ 'pg_restore', '--section=post-data', '-d', $node->connstr('d5'), $dump ], 'its post-data restored');
+$node->safe_psql('d5', 'INSERT INTO t VALUES (1, 1)');
+ok(wait_for('d5', "SELECT mvinc.read_path('mv')", 'fresh'), 'the restored view refreshes itself');
+is($node->safe_psql('d5', $diff), '0', 'and is right');
+
 done_testing();

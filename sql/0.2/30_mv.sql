@@ -51,6 +51,18 @@ CREATE TABLE mvinc.mv_column (
 SELECT pg_catalog.pg_extension_config_dump('mvinc.mv_view', '');
 SELECT pg_catalog.pg_extension_config_dump('mvinc.mv_column', '');
 
+-- A view refreshed on a schedule needs its database's capture worker, which
+-- runs the schedule: also when its row comes back from a dump (by COPY,
+-- with its source not tracked yet).  Best effort: ALTER ... SET reports a
+-- missing worker slot itself.
+CREATE FUNCTION mvinc._mv_view_scheduled() RETURNS trigger
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'mvinc_mv_view_scheduled';
+REVOKE ALL ON FUNCTION mvinc._mv_view_scheduled() FROM PUBLIC;
+CREATE TRIGGER mv_view_scheduled AFTER INSERT OR UPDATE OF refresh_interval ON mvinc.mv_view
+    FOR EACH ROW WHEN (NEW.refresh_interval IS NOT NULL)
+    EXECUTE FUNCTION mvinc._mv_view_scheduled();
+
 CREATE FUNCTION mvinc.refresh(view regclass, "full" boolean DEFAULT false,
         OUT mode text, OUT changes_applied bigint, OUT from_lsn pg_lsn, OUT to_lsn pg_lsn)
     RETURNS SETOF record

@@ -1,0 +1,42 @@
+-- mvinc upgrade from 0.1 to 0.2.
+\echo Use "ALTER EXTENSION mvinc UPDATE TO '0.2'" to load this file. \quit
+
+-- Capture: a source tracked only for its views stops being tracked when its
+-- last view is dropped; one that mvinc.track() asked for stays.  Which
+-- sources 0.1 tracked by mvinc.track() it did not record: those that no
+-- view reads are taken for asked.
+ALTER TABLE mvinc.tracked
+    ADD COLUMN requested boolean NOT NULL DEFAULT false;
+UPDATE mvinc.tracked t SET requested = true
+ WHERE NOT EXISTS (SELECT 1 FROM mvinc.mv_view v WHERE v.source::pg_catalog.oid = t.relid)
+   AND NOT EXISTS (SELECT 1 FROM mvinc.history_view h WHERE h.source::pg_catalog.oid = t.relid);
+
+-- Refreshes and compactions running now in this database, one row per
+-- backend (shared memory; see mv_progress.c), like pg_stat_progress_*.
+-- The function shows only views the caller may SELECT, so PUBLIC keeps
+-- EXECUTE.
+CREATE FUNCTION mvinc._refresh_progress(OUT pid integer, OUT datid oid, OUT view regclass,
+        OUT command text, OUT mode text, OUT phase text, OUT rows_done bigint,
+        OUT rows_total bigint, OUT started timestamptz, OUT phase_started timestamptz)
+    RETURNS SETOF record
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_refresh_progress';
+
+CREATE VIEW mvinc.refresh_progress AS
+    SELECT p.pid, p.datid, d.datname, p.view, p.command, p.mode, p.phase,
+           p.rows_done, p.rows_total, p.started, p.phase_started
+      FROM mvinc._refresh_progress() p
+      LEFT JOIN pg_catalog.pg_database d ON d.oid = p.datid;
+GRANT SELECT ON mvinc.refresh_progress TO PUBLIC;
+
+-- A view refreshed on a schedule needs its database's capture worker, which
+-- runs the schedule: also when its row comes back from a dump (by COPY,
+-- with its source not tracked yet).  Best effort: ALTER ... SET reports a
+-- missing worker slot itself.
+CREATE FUNCTION mvinc._mv_view_scheduled() RETURNS trigger
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'mvinc_mv_view_scheduled';
+REVOKE ALL ON FUNCTION mvinc._mv_view_scheduled() FROM PUBLIC;
+CREATE TRIGGER mv_view_scheduled AFTER INSERT OR UPDATE OF refresh_interval ON mvinc.mv_view
+    FOR EACH ROW WHEN (NEW.refresh_interval IS NOT NULL)
+    EXECUTE FUNCTION mvinc._mv_view_scheduled();
