@@ -103,9 +103,14 @@ HistReadSql(Oid viewid)
 					viewid, types.data, cols.data, HistStorageSql(cat), keys.data, cols.data);
 }
 
-/* The checkpoint and storage of a history view in the statement's snapshot */
+/*
+ * The checkpoint and storage of a stream-fed history view in a snapshot.
+ * *adopted: the catalog row names its storage by oid (false after a
+ * restore until the view's first refresh adopts the storage: the
+ * checkpoint is then another cluster's).
+ */
 static HistCatalog *
-lookup_in_snapshot(Oid viewid, Snapshot snap)
+lookup_in_snapshot(Oid viewid, Snapshot snap, bool *adopted)
 {
 	HistCatalog *cat = NULL;
 	MemoryContext outer = CurrentMemoryContext;
@@ -118,7 +123,7 @@ lookup_in_snapshot(Oid viewid, Snapshot snap)
 		plan = SPI_prepare("SELECT source::oid, "
 						   "(SELECT string_agg(quote_ident(k), ', ' ORDER BY o) "
 						   "   FROM unnest(key_columns) WITH ORDINALITY u(k, o)), "
-						   "storage_name::text, checkpoint_snapshot::text, checkpoint_lsn "
+						   "storage_name::text, checkpoint_snapshot::text, checkpoint_lsn, storage_oid "
 						   "FROM mvinc.history_view WHERE view = $1::regclass "
 						   "AND feed = 'stream' AND checkpoint_lsn IS NOT NULL", 1, types);
 		if (plan == NULL || SPI_keepplan(plan) != 0)
@@ -141,6 +146,8 @@ lookup_in_snapshot(Oid viewid, Snapshot snap)
 		cat->storage_oid = get_relname_relid(cat->storage_name, MvincSchemaOid());
 		cat->checkpoint_snapshot = SPI_getvalue(tup, desc, 4);
 		cat->checkpoint_lsn = DatumGetLSN(SPI_getbinval(tup, desc, 5, &isnull));
+		*adopted = OidIsValid(cat->storage_oid) &&
+			DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull)) == cat->storage_oid;
 		MemoryContextSwitchTo(spicxt);
 	}
 	return cat;
@@ -217,6 +224,8 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	uint64		r;
 	int			c;
 	bool		truncates = false;
+	bool		adopted = false;
+	XLogRecPtr	retained_from;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
@@ -231,7 +240,23 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_MATVIEW, get_rel_name(viewid));
 
 	MvSpiConnect();
-	cat = lookup_in_snapshot(viewid, snap);
+	cat = lookup_in_snapshot(viewid, snap, &adopted);
+	if (cat != NULL && OidIsValid(cat->storage_oid) && !adopted)
+	{
+		/*
+		 * Restored and not refreshed since (a dump restored without its
+		 * post-data REFRESH, e.g. --schema-only then --data-only): the
+		 * stored versions are the dump's, the checkpoint another
+		 * cluster's, so the changes made since cannot be told apart.
+		 */
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("history view \"%s\" has not been refreshed since it was restored",
+						get_rel_name(viewid)),
+				 errdetail("Its versions are the dump's; its first refresh applies the changes of \"%s\" made since.",
+						   get_rel_name(cat->sourceid)),
+				 errhint("Run REFRESH MATERIALIZED VIEW.")));
+	}
 	if (cat == NULL || !OidIsValid(cat->storage_oid) ||
 		!OidIsValid(changelog = MvChangeLogRelid(cat->sourceid)))
 	{
@@ -268,12 +293,31 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	 */
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	query_snap = MvSnapshotText(snap, false);
-	if (MvRetainedFromIn(cat->sourceid, latest) > cat->checkpoint_lsn)
+	retained_from = MvRetainedFromIn(cat->sourceid, latest);
+	if (retained_from > cat->checkpoint_lsn)
+	{
+		HistCatalog *now = lookup_in_snapshot(viewid, latest, &adopted);
+
+		/*
+		 * Not a refresh that moved the checkpoint meanwhile (a retry would
+		 * see it): the changes after the checkpoint are gone (the view was
+		 * restored in one transaction, whose capture started only after
+		 * its commit, or its consumer lost them), and only a refresh,
+		 * which sets the source's state then, can go on.
+		 */
+		if (now != NULL && now->checkpoint_lsn < retained_from)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("history view \"%s\" lost changes of its source", get_rel_name(viewid)),
+					 errdetail("The change log no longer holds the changes after %X/%X.",
+							   LSN_FORMAT_ARGS(cat->checkpoint_lsn)),
+					 errhint("Run REFRESH MATERIALIZED VIEW: the versions of the rows changed since then start at the refresh.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not read the changes of history view \"%s\"", get_rel_name(viewid)),
 				 errdetail("A refresh and change-log retention passed the view's checkpoint that this read sees."),
 				 errhint("Retry the statement.")));
+	}
 	MvSsiCheckLoggedWriters(cat->sourceid, MvSourceName(changelog), cat->checkpoint_lsn,
 							query_snap, snap);
 	if (MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap, cat->checkpoint_snapshot,
