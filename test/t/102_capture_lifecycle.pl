@@ -24,17 +24,7 @@ sub slots
 	return $node->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'");
 }
 
-# Poll until a query returns the expected value (10 s at most).
-sub wait_for
-{
-	my ($db, $sql, $want) = @_;
-	for (1 .. 100)
-	{
-		return 1 if $node->safe_psql($db, $sql) eq $want;
-		usleep(100_000);
-	}
-	return 0;
-}
+sub wait_for { return mvinc_wait_for($node, @_); }
 
 $node->safe_psql('postgres', 'CREATE DATABASE db1; CREATE DATABASE db2;');
 $node->safe_psql('db1', 'CREATE EXTENSION mvinc');

@@ -37,17 +37,7 @@ sub slots
 		  . "JOIN pg_database d ON s.slot_name = 'mvinc_' || d.oid");
 }
 
-# Poll until a query returns the expected value (15 s at most).
-sub wait_for
-{
-	my ($db, $sql, $want) = @_;
-	for (1 .. 150)
-	{
-		return 1 if $node->safe_psql($db, $sql) eq $want;
-		usleep(100_000);
-	}
-	return 0;
-}
+sub wait_for { return mvinc_wait_for($node, @_); }
 
 my $view_sql = q{
 CREATE TABLE t (k int, v int);

@@ -19,16 +19,7 @@ mvinc.capture_idle_stop = 0
 max_replication_slots = 2
 ));
 
-sub wait_for
-{
-	my ($db, $sql, $want) = @_;
-	for (1 .. 150)
-	{
-		return 1 if $node->safe_psql($db, $sql) eq $want;
-		usleep(100_000);
-	}
-	return 0;
-}
+sub wait_for { return mvinc_wait_for($node, @_); }
 
 $node->safe_psql('postgres', 'CREATE DATABASE d1');
 $node->safe_psql('d1', 'CREATE EXTENSION mvinc');

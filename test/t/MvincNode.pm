@@ -7,7 +7,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use Exporter 'import';
 
-our @EXPORT = qw(mvinc_node);
+our @EXPORT = qw(mvinc_node mvinc_wait_for);
 
 # Create and start a node; extra postgresql.conf lines may be passed.
 sub mvinc_node
@@ -26,6 +26,19 @@ mvinc.background_compact_fraction = 0
 	$node->append_conf('postgresql.conf', $opts{conf}) if $opts{conf};
 	$node->start unless $opts{no_start};
 	return $node;
+}
+
+# Poll until a query in database $db returns $want; false after $seconds
+# (default 15).
+sub mvinc_wait_for
+{
+	my ($node, $db, $sql, $want, $seconds) = @_;
+	for (1 .. ($seconds // 15) * 10)
+	{
+		return 1 if $node->safe_psql($db, $sql) eq $want;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
 }
 
 1;
