@@ -145,6 +145,7 @@ extern PGDLLEXPORT void MvincLauncherMain(Datum arg);
 extern PGDLLEXPORT void MvincWorkerMain(Datum arg);
 extern void MvincStartWorker(Oid dboid, bool error_if_none);
 extern void MvincStartWorkerForExtension(void);
+extern void MvincStartWorkerQuietly(void);
 extern int	MvincFreeReplicationSlots(void);
 extern void MvincWakeWorker(Oid dboid);
 extern bool MvincStopWorkerForDropdb(Oid dboid);

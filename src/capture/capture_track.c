@@ -450,7 +450,7 @@ MvincWantCaptureWorker(void)
 	if (MvincCaptureShared == NULL)
 		return;
 	LockRelationOid(MvincTrackedRelid(), RowExclusiveLock);
-	MvincStartWorker(MyDatabaseId, false);
+	MvincStartWorkerQuietly();
 }
 
 /*

@@ -147,7 +147,7 @@ worker_xact_callback(XactEvent event, void *arg)
 		elog(ERROR, "mvinc capture worker: a write in a transaction hidden from other snapshots");
 }
 
-static void start_worker(Oid dboid, int elevel, bool linger);
+static void start_worker(Oid dboid, int elevel, bool linger, bool wait_for_us);
 
 /* Fill in the registration of a database's capture worker */
 static void
@@ -187,7 +187,17 @@ try_start_worker(Oid dboid)
 void
 MvincStartWorker(Oid dboid, bool error_if_none)
 {
-	start_worker(dboid, error_if_none ? ERROR : WARNING, false);
+	start_worker(dboid, error_if_none ? ERROR : WARNING, false, error_if_none);
+}
+
+/*
+ * Ask for this database's worker without failing (a restore): it waits
+ * for this transaction, which may be the one creating the extension.
+ */
+void
+MvincStartWorkerQuietly(void)
+{
+	start_worker(MyDatabaseId, WARNING, false, true);
 }
 
 /*
@@ -201,11 +211,11 @@ void
 MvincStartWorkerForExtension(void)
 {
 	if (MvincFreeReplicationSlots() > 0)
-		start_worker(MyDatabaseId, DEBUG1, true);
+		start_worker(MyDatabaseId, DEBUG1, true, true);
 }
 
 static void
-start_worker(Oid dboid, int elevel, bool linger)
+start_worker(Oid dboid, int elevel, bool linger, bool wait_for_us)
 {
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
@@ -239,7 +249,7 @@ start_worker(Oid dboid, int elevel, bool linger)
 		return;
 	}
 
-	if (elevel >= ERROR || linger)
+	if (wait_for_us)
 		xid = GetTopTransactionIdIfAny();
 	worker_registration(&bgw, dboid, xid, linger);
 	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
@@ -492,7 +502,14 @@ stop_idle_worker(LogicalDecodingContext *ctx)
 	proc_exit(0);
 }
 
-/* Create the slot unless it exists (then true); returns once it is consistent */
+/*
+ * Acquire this database's slot, creating it if it does not exist (then
+ * true, once it is consistent).  A new slot is left ephemeral: the caller
+ * first commits what a new slot means (the changes before it recorded as
+ * lost, capture_loop) and only then persists it, so that a worker that
+ * dies in between leaves no slot behind and the next one does both again
+ * (a persistent slot without the record would pass for an old one).
+ */
 static bool
 ensure_slot(void)
 {
@@ -501,7 +518,10 @@ ensure_slot(void)
 
 	MvincCaptureSlotName(MyDatabaseId, name);
 	if (SearchNamedReplicationSlot(name, true) != NULL)
+	{
+		ReplicationSlotAcquire(name, true);
 		return false;
+	}
 
 	CheckLogicalDecodingRequirements();
 	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
@@ -512,8 +532,8 @@ ensure_slot(void)
 									NULL, NULL, NULL);
 	DecodingContextFindStartpoint(ctx);
 	FreeDecodingContext(ctx);
-	ReplicationSlotPersist();
-	ReplicationSlotRelease();
+	/* (releasing would have cleared the flag; we keep the slot) */
+	MvincWorkerLeaveDecoding();
 	return true;
 }
 
@@ -723,7 +743,6 @@ capture_loop(void)
 
 	MvincCaptureSlotName(MyDatabaseId, name);
 	created = ensure_slot();
-	ReplicationSlotAcquire(name, true);
 
 	/*
 	 * The WAL we still needed was removed (max_slot_wal_keep_size): start a
@@ -737,12 +756,12 @@ capture_loop(void)
 		ReplicationSlotRelease();
 		ReplicationSlotDrop(name, true);
 		(void) ensure_slot();
-		ReplicationSlotAcquire(name, true);
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		ReplicationSlotPersist();
 		ereport(WARNING,
 				(errmsg("replication slot \"%s\" was invalidated: changes committed between %X/%X and %X/%X were not captured",
 						name, LSN_FORMAT_ARGS(lost_from),
@@ -770,7 +789,7 @@ capture_loop(void)
 	/*
 	 * A fresh start.  A table whose tracking committed before the slot
 	 * became consistent (tracked in a transaction that had an xid, which
-	 * does not wait for the slot: see wait_for_slot) may have changes that
+	 * does not wait for the slot: see MvincAwaitCaptureSlot) may have changes that
 	 * committed before that point too: recorded as lost, its consumers
 	 * rebuild.  Tables tracked later need nothing.
 	 */
@@ -781,6 +800,8 @@ capture_loop(void)
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (created)
+		ReplicationSlotPersist();
 
 	if (applied > MyReplicationSlot->data.confirmed_flush)
 		LogicalConfirmReceivedLocation(applied);
