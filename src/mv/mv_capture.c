@@ -169,17 +169,20 @@ MvRequireCaptureWorker(void)
 	MvincRequireCaptureWorker();
 }
 
+/* Sources whose last view this transaction dropped, released at its commit */
+static List *sources_to_release = NIL;
+
 /*
- * A view of sourceid was dropped (its catalog row is gone): when no view of
- * either kind reads the source any more, capture of it may stop.  Asked
- * under the lock that creating a view takes on its source first (SHARE, in
- * create_incremental and create_history) and tracking takes too, in the
- * latest snapshot: a view created meanwhile, committed before we got the
- * lock, is seen (a transaction snapshot of REPEATABLE READ would not), and
- * one created after waits for our commit and tracks the source anew.
+ * Capture of a source may stop when no view of either kind reads it any
+ * more.  Asked under the lock that creating a view takes on its source
+ * first (SHARE, in create_incremental and create_history) and tracking
+ * takes too, in the latest snapshot: a view created meanwhile, committed
+ * before we got the lock, is seen (a transaction snapshot of REPEATABLE
+ * READ would not), and one created after waits for our commit and tracks
+ * the source anew.
  */
-void
-MvReleaseSource(Oid sourceid)
+static void
+release_if_unused(Oid sourceid)
 {
 	MvInternal	save;
 	Oid			types[1] = {OIDOID};
@@ -204,6 +207,54 @@ MvReleaseSource(Oid sourceid)
 	if (!used)
 		MvincReleaseSource(sourceid);
 	MvEndInternal(&save);
+}
+
+static void
+release_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE)
+	{
+		List	   *sources = sources_to_release;
+		ListCell   *lc;
+
+		sources_to_release = NIL;
+		if (sources == NIL)
+			return;
+		/* internal SQL at commit runs under a snapshot of its own */
+		PushActiveSnapshot(GetTransactionSnapshot());
+		foreach(lc, sources)
+			release_if_unused(lfirst_oid(lc));
+		PopActiveSnapshot();
+	}
+	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+			 event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+		sources_to_release = NIL;
+}
+
+/*
+ * A view of sourceid was dropped (its catalog row is gone): look at its
+ * source when the transaction commits, not now.  Untracking drops the
+ * change log, whose ACCESS EXCLUSIVE lock the capture worker would wait
+ * for, and all capture in the database with it, until this transaction
+ * ends (found by a review); at commit that is a moment.  A drop rolled
+ * back (a savepoint) leaves the view, which the look then finds.
+ */
+void
+MvReleaseSource(Oid sourceid)
+{
+	static bool registered = false;
+	MemoryContext old;
+
+	if (!OidIsValid(sourceid))
+		return;
+	if (!registered)
+	{
+		RegisterXactCallback(release_xact_callback, NULL);
+		registered = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	sources_to_release = list_append_unique_oid(sources_to_release, sourceid);
+	MemoryContextSwitchTo(old);
 }
 
 /* Tell retention which change-log rows the view still needs */
