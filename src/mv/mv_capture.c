@@ -218,7 +218,8 @@ release_xact_callback(XactEvent event, void *arg)
 		ListCell   *lc;
 
 		sources_to_release = NIL;
-		if (sources == NIL)
+		/* (nothing to release once DROP EXTENSION took it all) */
+		if (sources == NIL || !MvincExtensionReady())
 			return;
 		/* internal SQL at commit runs under a snapshot of its own */
 		PushActiveSnapshot(GetTransactionSnapshot());
