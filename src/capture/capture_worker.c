@@ -761,6 +761,7 @@ capture_loop(void)
 		MvincMarkChangesLost(MyReplicationSlot->data.confirmed_flush);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		XLogFlush(XactLastCommitEnd);	/* the record before the slot */
 		ReplicationSlotPersist();
 		ereport(WARNING,
 				(errmsg("replication slot \"%s\" was invalidated: changes committed between %X/%X and %X/%X were not captured",
@@ -801,7 +802,11 @@ capture_loop(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	if (created)
+	{
+		/* durable before the slot is (synchronous_commit may be off) */
+		XLogFlush(XactLastCommitEnd);
 		ReplicationSlotPersist();
+	}
 
 	if (applied > MyReplicationSlot->data.confirmed_flush)
 		LogicalConfirmReceivedLocation(applied);

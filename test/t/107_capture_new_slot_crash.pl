@@ -36,7 +36,7 @@ $node->safe_psql('d1', 'INSERT INTO src VALUES (100, 100)');
 my $r = $node->background_psql('d1');
 $r->query_safe('BEGIN; LOCK TABLE mvinc.tracked IN SHARE MODE; SELECT pg_current_xact_id_if_assigned() IS NULL;');
 $l->query_safe('COMMIT');
-# the worker persists its slot, then its marking UPDATE waits for the row lock
+# the worker has its new slot (not persisted yet); its marking UPDATE waits for the lock
 ok(wait_for('d1', "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker' AND wait_event_type = 'Lock'", '1'),
 	'the worker waits to record the changes lost before its new slot');
 $node->safe_psql('d1', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'mvinc capture worker'");
