@@ -50,8 +50,7 @@ extern MvincCaptureTickFn mvinc_capture_tick;
  */
 typedef bool (*MvincCaptureWantedFn) (void);
 extern MvincCaptureWantedFn mvinc_capture_wanted;
-extern void MvincRequireCaptureWorker(void);
-extern void MvincWantCaptureWorker(void);
+extern void MvincRequireCaptureWorker(bool error_if_none);
 extern void MvincAwaitCaptureSlot(void);
 extern void MvincMarkRequested(Oid relid);
 extern void MvincReleaseSource(Oid relid);
@@ -145,7 +144,6 @@ extern PGDLLEXPORT void MvincLauncherMain(Datum arg);
 extern PGDLLEXPORT void MvincWorkerMain(Datum arg);
 extern void MvincStartWorker(Oid dboid, bool error_if_none);
 extern void MvincStartWorkerForExtension(void);
-extern void MvincStartWorkerQuietly(void);
 extern int	MvincFreeReplicationSlots(void);
 extern void MvincWakeWorker(Oid dboid);
 extern bool MvincStopWorkerForDropdb(Oid dboid);

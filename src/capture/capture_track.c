@@ -406,18 +406,24 @@ MvincFreeReplicationSlots(void)
  * This transaction needs this database's capture worker: keep it from
  * stopping until we end (ROW EXCLUSIVE on mvinc.tracked: see
  * nothing_to_capture in capture_worker.c) and start it unless it runs.
- * A server without a free worker or replication slot gets an ERROR that
- * names the setting, before anything is created.
+ * With error_if_none, a server without a free worker or replication slot
+ * gets an ERROR that names the setting, before anything is created; else
+ * a WARNING (a restore must not fail for it: the next table tracked or
+ * the next server start tries again).
  */
 void
-MvincRequireCaptureWorker(void)
+MvincRequireCaptureWorker(bool error_if_none)
 {
 	char		name[NAMEDATALEN];
 	CaptureWorkerSlot *s;
 	bool		running;
 
 	if (MvincCaptureShared == NULL)
+	{
+		if (!error_if_none)
+			return;
 		MvincCheckServerSetup();
+	}
 	LockRelationOid(MvincTrackedRelid(), RowExclusiveLock);
 
 	LWLockAcquire(MvincCaptureShared->lock, LW_SHARED);
@@ -429,28 +435,17 @@ MvincRequireCaptureWorker(void)
 
 	MvincCaptureSlotName(MyDatabaseId, name);
 	if (SearchNamedReplicationSlot(name, true) == NULL && MvincFreeReplicationSlots() == 0)
-		ereport(ERROR,
+	{
+		ereport(error_if_none ? ERROR : WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no free replication slot for the mvinc capture worker of database \"%s\"",
 						get_database_name(MyDatabaseId)),
 				 errdetail("All %d replication slots are in use; each database with tracked tables needs one.",
 						   max_replication_slots),
 				 errhint("Drop an unused slot or increase \"max_replication_slots\" and restart the server.")));
-	MvincStartWorker(MyDatabaseId, true);
-}
-
-/*
- * As MvincRequireCaptureWorker, but a worker that cannot start is only a
- * WARNING (a restore must not fail for it; the next table tracked or the
- * next server start tries again).
- */
-void
-MvincWantCaptureWorker(void)
-{
-	if (MvincCaptureShared == NULL)
 		return;
-	LockRelationOid(MvincTrackedRelid(), RowExclusiveLock);
-	MvincStartWorkerQuietly();
+	}
+	MvincStartWorker(MyDatabaseId, error_if_none);
 }
 
 /*
@@ -475,7 +470,7 @@ MvincAwaitCaptureSlot(void)
 	static LocalTransactionId gave_up_in = InvalidLocalTransactionId;
 	TimestampTz start = GetCurrentTimestamp();
 
-	MvincRequireCaptureWorker();
+	MvincRequireCaptureWorker(true);
 	/* (once this transaction has waited in vain, it does not again) */
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()) || gave_up_in == MyProc->lxid)
 		return;

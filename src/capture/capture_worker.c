@@ -180,24 +180,16 @@ try_start_worker(Oid dboid)
 
 /*
  * Start the capture worker of a database unless it runs or was asked for
- * in the last few seconds (registered, not running yet).  With
- * error_if_none, the worker waits for this transaction to end first, and
- * no free worker slot or shared entry is an ERROR; else a WARNING.
+ * in the last few seconds (registered, not running yet).  Started from
+ * its own database, the worker waits for this transaction to end first.
+ * With error_if_none, no free worker slot or shared entry is an ERROR;
+ * else a WARNING.
  */
 void
 MvincStartWorker(Oid dboid, bool error_if_none)
 {
-	start_worker(dboid, error_if_none ? ERROR : WARNING, false, error_if_none);
-}
-
-/*
- * Ask for this database's worker without failing (a restore): it waits
- * for this transaction, which may be the one creating the extension.
- */
-void
-MvincStartWorkerQuietly(void)
-{
-	start_worker(MyDatabaseId, WARNING, false, true);
+	/* a worker of our own database waits for our transaction */
+	start_worker(dboid, error_if_none ? ERROR : WARNING, false, dboid == MyDatabaseId);
 }
 
 /*

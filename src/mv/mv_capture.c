@@ -155,18 +155,14 @@ MvAwaitCapture(void)
 	MvincAwaitCaptureSlot();
 }
 
-/* MvRequireCaptureWorker, warning instead of failing (restores) */
+/*
+ * This transaction makes the capture worker needed (a refresh schedule);
+ * see MvincRequireCaptureWorker
+ */
 void
-MvWantCaptureWorker(void)
+MvRequireCaptureWorker(bool error_if_none)
 {
-	MvincWantCaptureWorker();
-}
-
-/* This transaction makes the capture worker needed (a refresh schedule) */
-void
-MvRequireCaptureWorker(void)
-{
-	MvincRequireCaptureWorker();
+	MvincRequireCaptureWorker(error_if_none);
 }
 
 /* Sources whose last view this transaction dropped, released at its commit */

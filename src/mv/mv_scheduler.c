@@ -113,7 +113,7 @@ MvSetRefreshInterval(Oid viewid, const char *interval)
 	}
 	/* the capture worker hosts the schedule: keep it (or start it) */
 	if (interval != NULL)
-		MvRequireCaptureWorker();
+		MvRequireCaptureWorker(true);
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = interval ? CStringGetTextDatum(interval) : (Datum) 0;
 	nulls[1] = interval ? ' ' : 'n';
@@ -151,7 +151,7 @@ mvinc_mv_view_scheduled(PG_FUNCTION_ARGS)
 {
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "not called as a trigger");
-	MvWantCaptureWorker();
+	MvRequireCaptureWorker(false);
 	return PointerGetDatum(NULL);
 }
 
