@@ -40,3 +40,10 @@ REVOKE ALL ON FUNCTION mvinc._mv_view_scheduled() FROM PUBLIC;
 CREATE TRIGGER mv_view_scheduled AFTER INSERT OR UPDATE OF refresh_interval ON mvinc.mv_view
     FOR EACH ROW WHEN (NEW.refresh_interval IS NOT NULL)
     EXECUTE FUNCTION mvinc._mv_view_scheduled();
+
+-- Rewrite the storage of a view in mvinc.cluster_by order (else its group
+-- keys), folding append rows first; readers go on, refreshes wait; returns
+-- the rows written.
+CREATE FUNCTION mvinc.recluster(view regclass) RETURNS bigint
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_recluster';

@@ -112,6 +112,13 @@ CREATE FUNCTION mvinc.compact(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
     AS 'MODULE_PATHNAME', 'mvinc_compact';
 
+-- Rewrite the storage of a view in mvinc.cluster_by order (else its group
+-- keys), folding append rows first; readers go on, refreshes wait; returns
+-- the rows written.
+CREATE FUNCTION mvinc.recluster(view regclass) RETURNS bigint
+    LANGUAGE c STRICT VOLATILE
+    AS 'MODULE_PATHNAME', 'mvinc_recluster';
+
 -- Consistency check of a view (no rows: consistent).  Every change of the
 -- source after the view's checkpoint must be applied or still in the change
 -- log; it refreshes in a subtransaction that it rolls back and compares the

@@ -236,12 +236,18 @@ extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,
 						   int64 inserts);
 extern int64 MvCompact(Oid viewid);
+extern int64 MvCompactLocked(Oid viewid);
 extern double MvStorageRows(Oid storage_oid);
 
 /* mv_scheduler.c */
 extern void MvSchedulerInit(void);
 extern void MvSetRefreshInterval(Oid viewid, const char *interval);
 extern PGDLLEXPORT void MvincRefresherMain(Datum arg);
+
+/* mv_recluster.c */
+extern List *MvClusterColumns(Oid viewid, MvDef *def, const char *cluster_by);
+extern void MvSetClusterBy(Oid viewid, const char *cluster_by);
+extern int64 MvRecluster(Oid viewid);
 
 /* mv_compactor.c */
 extern double mvinc_background_compact_fraction;
@@ -327,7 +333,8 @@ extern void MvReleaseStats(Oid viewid);
 typedef enum MvProgressCommand
 {
 	MV_PROGRESS_REFRESH,
-	MV_PROGRESS_COMPACT
+	MV_PROGRESS_COMPACT,
+	MV_PROGRESS_RECLUSTER
 } MvProgressCommand;
 
 typedef enum MvProgressPhase
@@ -341,7 +348,10 @@ typedef enum MvProgressPhase
 	MV_PHASE_APPLY_CHANGES,		/* updates and deletes (with inserts) */
 	MV_PHASE_REBUILD,			/* recomputing the storage from the source */
 	MV_PHASE_FOLD,				/* folding append rows into the storage */
-	MV_PHASE_VACUUM				/* background compaction's VACUUM */
+	MV_PHASE_VACUUM,			/* background compaction's VACUUM */
+	MV_PHASE_REWRITE,			/* recluster: copying the storage in order */
+	MV_PHASE_BUILD_INDEXES,		/* recluster: indexes of the copy */
+	MV_PHASE_SWAP				/* recluster: waiting to swap the files */
 } MvProgressPhase;
 
 extern void MvProgressInit(void);

@@ -422,8 +422,8 @@ MvStorageRows(Oid storage_oid)
 }
 
 /* Fold the append table of viewid into its storage; the rows folded */
-static int64
-compact_view(Oid viewid)
+int64
+MvCompactLocked(Oid viewid)
 {
 	MvCatalog  *cat;
 	MvInternal	save;
@@ -464,7 +464,7 @@ MvCompact(Oid viewid)
 	MvProgressBegin(MV_PROGRESS_COMPACT, viewid);
 	PG_TRY();
 	{
-		rows = compact_view(viewid);
+		rows = MvCompactLocked(viewid);
 	}
 	PG_FINALLY();
 	{

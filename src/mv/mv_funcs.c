@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * mv_funcs.c
  *	  SQL-callable functions of incremental views: mvinc.refresh,
- *	  mvinc.compact, mvinc.read_path, the helpers of the mvinc.views view, and the event
+ *	  mvinc.compact, mvinc.recluster, mvinc.read_path, the helpers of the mvinc.views view, and the event
  *	  triggers that follow DROP (views and sources) and ALTER (sources).
  *-------------------------------------------------------------------------
  */
@@ -26,6 +26,7 @@ PG_FUNCTION_INFO_V1(mvinc_refresh);
 PG_FUNCTION_INFO_V1(mvinc_read_path);
 PG_FUNCTION_INFO_V1(mvinc_read_branch);
 PG_FUNCTION_INFO_V1(mvinc_compact);
+PG_FUNCTION_INFO_V1(mvinc_recluster);
 PG_FUNCTION_INFO_V1(mvinc_pending_changes);
 PG_FUNCTION_INFO_V1(mvinc_storage_rows);
 PG_FUNCTION_INFO_V1(mvinc_on_sql_drop);
@@ -134,6 +135,18 @@ mvinc_compact(PG_FUNCTION_ARGS)
 	if (!pg_class_ownercheck(viewid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
 	PG_RETURN_INT64(MvCompact(viewid));
+}
+
+/* mvinc.recluster(view): rewrite the storage in cluster order */
+Datum
+mvinc_recluster(PG_FUNCTION_ARGS)
+{
+	Oid			viewid = PG_GETARG_OID(0);
+
+	require_view(viewid);
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+	PG_RETURN_INT64(MvRecluster(viewid));
 }
 
 /* Run a count query, returning its bigint */

@@ -62,6 +62,7 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static const char *const command_names[] = {
 	[MV_PROGRESS_REFRESH] = "refresh",
 	[MV_PROGRESS_COMPACT] = "compact",
+	[MV_PROGRESS_RECLUSTER] = "recluster",
 };
 
 static const char *const phase_names[] = {
@@ -75,6 +76,9 @@ static const char *const phase_names[] = {
 	[MV_PHASE_REBUILD] = "rebuilding",
 	[MV_PHASE_FOLD] = "folding append rows",
 	[MV_PHASE_VACUUM] = "vacuuming storage",
+	[MV_PHASE_REWRITE] = "rewriting storage",
+	[MV_PHASE_BUILD_INDEXES] = "building indexes",
+	[MV_PHASE_SWAP] = "swapping files",
 };
 
 PG_FUNCTION_INFO_V1(mvinc_refresh_progress);

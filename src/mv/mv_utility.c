@@ -187,8 +187,10 @@ take_mvinc_options(PlannedStmt **pstmt)
 			else if (strcmp(d->defname, "refresh_interval") == 0)
 				MvSetRefreshInterval(viewid, cmd->subtype == AT_SetRelOptions ?
 									 defGetString(d) : NULL);
-			else if (strcmp(d->defname, "incremental") == 0 ||
-					 strcmp(d->defname, "cluster_by") == 0)
+			else if (strcmp(d->defname, "cluster_by") == 0)
+				MvSetClusterBy(viewid, cmd->subtype == AT_SetRelOptions ?
+							   defGetString(d) : NULL);
+			else if (strcmp(d->defname, "incremental") == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot change option \"mvinc.%s\" of an existing materialized view",
@@ -341,6 +343,7 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	CommandCounterIncrement();
 
 	viewid = RangeVarGetRelid(into->rel, AccessExclusiveLock, false);
+	(void) MvClusterColumns(viewid, def, o->cluster_by);	/* refuses bad ones */
 	MvCatalogInsert(viewid, def, pg_get_querydef(query, false), o->cluster_by);
 	if (o->refresh_interval)
 		MvSetRefreshInterval(viewid, o->refresh_interval);

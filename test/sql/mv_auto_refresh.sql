@@ -61,7 +61,7 @@ ALTER MATERIALIZED VIEW ar_v SET (mvinc.refresh_interval = 'soon');
 ALTER MATERIALIZED VIEW ar_v SET (mvinc.refresh_interval = '300000 years');
 ALTER VIEW ar_v SET (mvinc.refresh_interval = '1s');
 ALTER MATERIALIZED VIEW ar_v SET (mvinc.incremental = false);
-ALTER MATERIALIZED VIEW ar_v SET (mvinc.cluster_by = 'g');
+ALTER MATERIALIZED VIEW ar_v SET (mvinc.cluster_by = 'nope');
 ALTER MATERIALIZED VIEW ar_v SET (mvinc.refresh_every = '1s');
 ALTER MATERIALIZED VIEW IF EXISTS ar_missing SET (mvinc.refresh_interval = '1s');
 CREATE MATERIALIZED VIEW ar_plain AS SELECT 1 AS one;

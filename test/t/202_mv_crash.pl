@@ -2,6 +2,8 @@
 # view and its checkpoint are those of the last committed refresh, reads
 # are still correct, and the next refresh catches up.  Twice: once while
 # the refresh statement runs, once after it finished but before commit.
+# Then a recluster: committed, or crashed before its commit, the storage
+# after restart is the same rows, readable through its indexes.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -79,6 +81,46 @@ INSERT INTO src SELECT 1000 * $round + i, i % 12, i FROM generate_series(1, 20) 
 	is($node->safe_psql('postgres', "SELECT mode FROM mvinc.refresh('proj')"), 'merge', "round $round: for both views");
 	is($node->safe_psql('postgres', "SELECT mvinc.read_path('agg')"), 'fresh', "round $round: and the view is fresh again");
 	is($node->safe_psql('postgres', $check), '0', "round $round: and equal to their queries");
+}
+
+# A recluster committed before the crash (its new files come back from
+# WAL), and one crashed before its commit (the old files stay, the
+# transient copy is gone).
+for my $commit (1, 0)
+{
+	my $stored = storage_of();
+	my $sql = $commit
+	  ? "SELECT mvinc.recluster('agg'); SELECT mvinc.recluster('proj');"
+	  : "BEGIN; SELECT mvinc.recluster('agg'); SELECT mvinc.recluster('proj'); SELECT pg_sleep(60); COMMIT;";
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start([ 'psql', '-X', '-d', $node->connstr('postgres'), '-c', $sql ],
+		'>', \$out, '2>', \$err);
+	if ($commit)
+	{
+		$h->finish;
+		is($err, '', 'recluster: no error');
+	}
+	else
+	{
+		$node->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()")
+		  or die "the recluster did not run";
+	}
+	$node->stop('immediate');
+	$h->finish;
+	$node->start;
+	my $what = $commit ? 'committed' : 'crashed';
+	is(storage_of(), $stored, "recluster $what: the storage has the same rows after restart");
+	is($node->safe_psql('postgres', $check), '0', "recluster $what: reads equal the queries");
+	is($node->safe_psql('postgres', q{
+SET enable_seqscan = off;
+SELECT count(*) FROM src s WHERE v > 100 AND NOT EXISTS (SELECT FROM proj p WHERE p.id = s.id AND p.v = s.v)}),
+		'0', "recluster $what: reads by key through the storage's index");
+	is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_class WHERE relname LIKE 'pg_temp_%' AND relnamespace = 'mvinc'::regnamespace"),
+		'0', "recluster $what: no transient relation left");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM mvinc.verify_view('agg')"), '0',
+		"recluster $what: the view verifies");
 }
 
 $node->stop;

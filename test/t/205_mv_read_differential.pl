@@ -1,5 +1,5 @@
 # Reads of incremental views checked against their defining queries while
-# writers, refreshes, compactions and change-log retention run (the
+# writers, refreshes, compactions, reclusters and change-log retention run (the
 # read-path issue's differential test).  Checkers compare each view with
 # its query in one snapshot: one statement at READ COMMITTED, twice in one
 # transaction (before and after other commits) at REPEATABLE READ and
@@ -37,9 +37,10 @@ CREATE MATERIALIZED VIEW ins_t WITH (mvinc.incremental = true) AS
   SELECT count(*) AS n, sum(v) AS s FROM ins;
 CREATE MATERIALIZED VIEW mix_g WITH (mvinc.incremental = true) AS
   SELECT g, count(*) AS n, sum(v) AS s, max(v) AS hi FROM mix GROUP BY g;
-CREATE MATERIALIZED VIEW mix_p WITH (mvinc.incremental = true) AS
+CREATE MATERIALIZED VIEW mix_p WITH (mvinc.incremental = true, mvinc.cluster_by = 'g') AS
   SELECT id, g, v FROM mix WHERE f;
 CREATE TABLE seen (level text, view text, path text);
+CREATE TABLE reclustered (view text, rows bigint);
 
 -- Compare every view with its query in one snapshot per view; log any
 -- difference, and record the path each comparison took.
@@ -69,6 +70,8 @@ my $refresher = IPC::Run::start(
 	  "end=\$((SECONDS + $seconds)); i=0; while [ \$SECONDS -lt \$end ]; do i=\$((i+1)); "
 	  . "psql -X -q $connstr -c \"SELECT mvinc.refresh(v) FROM unnest(ARRAY['ins_g','ins_t','mix_g','mix_p']::regclass[]) v\" >/dev/null 2>&1; "
 	  . "if [ \$((i % 3)) = 0 ]; then psql -X -q $connstr -c \"SELECT mvinc.compact('ins_g'), mvinc.compact('mix_g')\" >/dev/null 2>&1; fi; "
+	  . "if [ \$((i % 4)) = 2 ]; then psql -X -q $connstr -c \"INSERT INTO reclustered SELECT 'ins_g', mvinc.recluster('ins_g')\" "
+	  . "-c \"INSERT INTO reclustered SELECT 'mix_p', mvinc.recluster('mix_p')\" >/dev/null 2>&1; fi; "
 	  . "sleep 0.7; done" ]);
 
 $node->pgbench(
@@ -144,6 +147,8 @@ for my $p (qw(fresh hybrid live))
 }
 is($node->safe_psql('postgres',
 	q{SELECT count(DISTINCT level) FROM seen}), '4', 'every isolation level checked');
+is($node->safe_psql('postgres',
+	q{SELECT count(DISTINCT view) FROM reclustered}), '2', 'both views were reclustered during the run');
 is($node->safe_psql('postgres',
 	q{SELECT count(*) FROM seen WHERE level = 'live forced' AND path <> 'live'}), '0',
 	'mvinc.read_path = live reads live');
