@@ -245,6 +245,7 @@ extern void MvSetRefreshInterval(Oid viewid, const char *interval);
 extern PGDLLEXPORT void MvincRefresherMain(Datum arg);
 
 /* mv_recluster.c */
+extern int	mvinc_recluster_swap_timeout;
 extern List *MvClusterColumns(Oid viewid, MvDef *def, const char *cluster_by);
 extern void MvSetClusterBy(Oid viewid, const char *cluster_by);
 extern int64 MvRecluster(Oid viewid);

@@ -201,6 +201,11 @@ MvincMvInit(void)
 							"After this many milliseconds the read answers from the source (the live path).",
 							&mvinc_fresh_wait, 2000, 0, 600000,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mvinc.recluster_swap_timeout",
+							"How long mvinc.recluster tries to take the lock it swaps the storage's files under.",
+							"It never makes readers of the view wait long behind it; past this many milliseconds of readers holding the view it fails.",
+							&mvinc_recluster_swap_timeout, 60000, 100, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	MvUtilityInit();
 	MvReadInit();
 	MvReadScanInit();

@@ -19,9 +19,19 @@
  *	  the storage keep their oids: plans, the catalog and grants stay), and
  *	  drops the transient relations, which now hold the old files.
  *
- *	  The swap lock is asked for without queueing first (a queued ACCESS
- *	  EXCLUSIVE request would make every new reader wait behind a long
- *	  one): it retries for RECLUSTER_SWAP_PATIENCE_MS, then waits in line.
+ *	  The swap lock is never waited for at length (a queued ACCESS
+ *	  EXCLUSIVE request makes every new reader wait behind the longest
+ *	  holder): it is tried without waiting, and now and then with a wait of
+ *	  SWAP_QUEUE_MS (so that a steady stream of short readers cannot starve
+ *	  it), until mvinc.recluster_swap_timeout; then the recluster fails, as
+ *	  it does at once when a holder waits for the view's refresh lock, which
+ *	  the recluster holds (a deadlock).
+ *
+ *	  The copy runs in a subtransaction and is retried (RECLUSTER_COPY_TRIES)
+ *	  when a TOAST value is missing: readers prune TOAST pages with their own
+ *	  horizon, which may pass the copy's OldestXmin, so the values of a row
+ *	  version the copy still takes for recently dead can go meanwhile (CLUSTER
+ *	  holds ACCESS EXCLUSIVE on the TOAST table to prevent it; we cannot).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,7 +59,12 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
+#include "storage/proc.h"
+#include "storage/sinvaladt.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
@@ -59,8 +74,15 @@
 
 #include "mv/mv.h"
 
-/* How long the swap retries its lock before it queues for it */
-#define RECLUSTER_SWAP_PATIENCE_MS 2000
+/* mvinc.recluster_swap_timeout: how long the swap tries for its lock */
+int			mvinc_recluster_swap_timeout = 60000;
+
+/* The longest the swap waits in line for its lock (readers wait behind) */
+#define SWAP_QUEUE_MS 50
+/* Tries without waiting between two waits in line, 20 ms apart */
+#define SWAP_TRIES_PER_QUEUE 10
+/* Copies tried before a missing TOAST value is an error */
+#define RECLUSTER_COPY_TRIES 3
 
 /* A storage index and its copy on the transient heap */
 typedef struct IndexPair
@@ -154,6 +176,35 @@ catalog_cluster_by(Oid viewid)
 	return result;
 }
 
+/* Name of the index a recluster adds on the cluster_by columns */
+static char *
+cluster_index_name(Oid storage_oid)
+{
+	return psprintf("%s_cluster", get_rel_name(storage_oid));
+}
+
+/* Drop the cluster_by index of viewid's storage, if a recluster made one */
+static void
+drop_cluster_index(Oid viewid)
+{
+	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
+	Oid			index;
+
+	if (cat == NULL || !OidIsValid(cat->storage_oid) || get_rel_name(cat->storage_oid) == NULL)
+		return;
+	index = get_relname_relid(cluster_index_name(cat->storage_oid), MvincSchemaOid());
+	if (OidIsValid(index))
+	{
+		ObjectAddress obj;
+
+		/* as DROP INDEX locks: the table first, then the index */
+		LockRelationOid(cat->storage_oid, AccessExclusiveLock);
+		LockRelationOid(index, AccessExclusiveLock);
+		ObjectAddressSet(obj, RelationRelationId, index);
+		performDeletion(&obj, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	}
+}
+
 /* ALTER MATERIALIZED VIEW .. SET / RESET (mvinc.cluster_by) */
 void
 MvSetClusterBy(Oid viewid, const char *cluster_by)
@@ -163,6 +214,8 @@ MvSetClusterBy(Oid viewid, const char *cluster_by)
 	char		nulls[2] = {' ', ' '};
 
 	(void) MvClusterColumns(viewid, MvDefForView(viewid), cluster_by);
+	/* an index a recluster made for the old order would only cost refreshes */
+	drop_cluster_index(viewid);
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = cluster_by ? CStringGetTextDatum(cluster_by) : (Datum) 0;
 	nulls[1] = cluster_by ? ' ' : 'n';
@@ -242,10 +295,14 @@ order_index(Oid viewid, MvDef *def, Oid storage_oid)
 	if (attnums == NIL || OidIsValid(index))
 		return index;
 
-	/* an index on the cluster_by columns: the sort's and range reads' */
+	/*
+	 * An index on the cluster_by columns: the sort's and range reads'
+	 * (one left from another order, which ALTER drops, is replaced).
+	 */
+	drop_cluster_index(viewid);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE INDEX %s ON mvinc.%s (",
-					 quote_identifier(psprintf("%s_cluster", get_rel_name(storage_oid))),
+					 quote_identifier(cluster_index_name(storage_oid)),
 					 quote_identifier(get_rel_name(storage_oid)));
 	foreach(lc, physnames)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) ? ", " : "",
@@ -309,6 +366,63 @@ copy_rows(Relation old_heap, Relation new_heap, Oid index_oid,
 	if (index)
 		index_close(index, NoLock);
 	return num_tuples - tups_recently_dead;
+}
+
+/*
+ * A transient heap holding the storage's rows in index order (its oid);
+ * the copy is tried again when a TOAST value went missing under it.
+ */
+static Oid
+copy_storage(Relation old_heap, Oid index_oid, double *rows,
+			 TransactionId *frozen_xid, MultiXactId *cutoff_multi)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	for (int tries = 1;; tries++)
+	{
+		volatile Oid new_oid = InvalidOid;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			Relation	new_heap;
+
+			new_oid = make_new_heap(RelationGetRelid(old_heap), old_heap->rd_rel->reltablespace,
+									old_heap->rd_rel->relam, old_heap->rd_rel->relpersistence,
+									ShareUpdateExclusiveLock);
+			new_heap = table_open(new_oid, AccessExclusiveLock);
+			*rows = copy_rows(old_heap, new_heap, index_oid, frozen_xid, cutoff_multi);
+			table_close(new_heap, NoLock);
+			CommandCounterIncrement();
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED || tries >= RECLUSTER_COPY_TRIES ||
+				!OidIsValid(old_heap->rd_rel->reltoastrelid))
+				ReThrowError(edata);
+			ereport(DEBUG1,
+					(errmsg("recluster of \"%s\" copies again: %s",
+							RelationGetRelationName(old_heap), edata->message)));
+			FreeErrorData(edata);
+			new_oid = InvalidOid;
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (OidIsValid(new_oid))
+			return new_oid;
+	}
 }
 
 /* Give the transient heap a copy of every index of the storage, built */
@@ -404,22 +518,119 @@ swap_files(Oid r1, Oid r2, TransactionId frozen_xid, MultiXactId cutoff_multi)
 }
 
 /*
- * ACCESS EXCLUSIVE on the storage for the swap, without queueing ahead of
- * new readers while running ones finish (for a while; then in line).
+ * Refuse when this session has the storage open in a running query (a
+ * cursor, an outer query of the call): its scan would go on in the new
+ * files at the old positions.  storage is open once, by the caller.
  */
 static void
-lock_for_swap(Oid relid)
+check_not_in_use(Relation storage, Oid viewid)
+{
+	if (storage->rd_refcnt != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot recluster materialized view \"%s\" because it is being read by active queries in this session",
+						get_rel_name(viewid)),
+				 errhint("Close the cursors that read it, and call mvinc.recluster in a statement that does not read it.")));
+}
+
+/*
+ * Does a transaction holding a lock on the storage wait for a lock on the
+ * view (the refresh lock the recluster holds)?  Then waiting for it is a
+ * deadlock.  (Its wait is read without the lock manager's locks: a hint,
+ * enough to give up early.)
+ */
+static bool
+holder_waits_for_view(Oid storage_oid, Oid viewid)
+{
+	LOCKTAG		tag;
+	VirtualTransactionId *holders;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, storage_oid);
+	holders = GetLockConflicts(&tag, AccessExclusiveLock, NULL);
+	for (; VirtualTransactionIdIsValid(*holders); holders++)
+	{
+		PGPROC	   *proc = BackendIdGetProc(holders->backendId);
+		LOCK	   *wait = proc ? (LOCK *) ((volatile PGPROC *) proc)->waitLock : NULL;
+
+		if (wait != NULL && wait->tag.locktag_type == LOCKTAG_RELATION &&
+			wait->tag.locktag_field1 == MyDatabaseId && wait->tag.locktag_field2 == viewid)
+			return true;
+	}
+	return false;
+}
+
+/* ACCESS EXCLUSIVE on relid, waiting in line at most timeout_ms */
+static bool
+lock_waiting_at_most(Oid relid, int timeout_ms)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool locked = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		int			nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", psprintf("%d", timeout_ms), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		LockRelationOid(relid, AccessExclusiveLock);
+		AtEOXact_GUC(true, nestlevel);
+		/* the lock goes to the parent transaction */
+		ReleaseCurrentSubTransaction();
+		locked = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return locked;
+}
+
+/*
+ * ACCESS EXCLUSIVE on the storage for the swap, never making readers wait
+ * long behind it (see the file's header).
+ */
+static void
+lock_for_swap(Oid storage_oid, Oid viewid)
 {
 	TimestampTz start = GetCurrentTimestamp();
 
-	while (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	for (int tries = 1;; tries++)
 	{
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), RECLUSTER_SWAP_PATIENCE_MS))
-		{
-			LockRelationOid(relid, AccessExclusiveLock);
+		if (ConditionalLockRelationOid(storage_oid, AccessExclusiveLock))
 			return;
-		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+		if (holder_waits_for_view(storage_oid, viewid))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("could not swap the storage of materialized view \"%s\": a transaction reading it waits for this recluster",
+							get_rel_name(viewid)),
+					 errdetail("The transaction read the view, then asked for its refresh lock, which the recluster holds."),
+					 errhint("Run mvinc.recluster again when that transaction has ended.")));
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), mvinc_recluster_swap_timeout))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not swap the storage of materialized view \"%s\": it was being read for longer than \"mvinc.recluster_swap_timeout\"",
+							get_rel_name(viewid)),
+					 errdetail("The swap takes an ACCESS EXCLUSIVE lock for a moment and does not make readers wait for long transactions."),
+					 errhint("Run mvinc.recluster again when no long transaction reads the view, or raise \"mvinc.recluster_swap_timeout\".")));
+		if (tries % SWAP_TRIES_PER_QUEUE == 0 && lock_waiting_at_most(storage_oid, SWAP_QUEUE_MS))
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 20,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -428,7 +639,7 @@ lock_for_swap(Oid relid)
 
 /* Exchange the storage's files with the transient heap's, then drop it */
 static void
-swap_storage(Oid storage_oid, Oid new_oid, List *pairs,
+swap_storage(Oid viewid, Oid storage_oid, Oid new_oid, List *pairs,
 			 TransactionId frozen_xid, MultiXactId cutoff_multi)
 {
 	Relation	storage;
@@ -437,8 +648,9 @@ swap_storage(Oid storage_oid, Oid new_oid, List *pairs,
 	ListCell   *lc;
 	ObjectAddress transient;
 
-	lock_for_swap(storage_oid);
+	lock_for_swap(storage_oid, viewid);
 	storage = table_open(storage_oid, NoLock);
+	check_not_in_use(storage, viewid);
 	old_toast = storage->rd_rel->reltoastrelid;
 	new_toast = InvalidOid;
 	if (OidIsValid(old_toast))
@@ -504,14 +716,12 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 	if (OidIsValid(old_heap->rd_rel->reltoastrelid))
 		LockRelationOid(old_heap->rd_rel->reltoastrelid, ShareUpdateExclusiveLock);
 
+	check_not_in_use(old_heap, viewid);
+
 	MvProgressSetPhase(MV_PHASE_REWRITE, (int64) Max(old_heap->rd_rel->reltuples, 0));
-	new_oid = make_new_heap(storage_oid, old_heap->rd_rel->reltablespace,
-							old_heap->rd_rel->relam, old_heap->rd_rel->relpersistence,
-							ShareUpdateExclusiveLock);
-	new_heap = table_open(new_oid, AccessExclusiveLock);
-	rows = copy_rows(old_heap, new_heap, index_oid, &frozen_xid, &cutoff_multi);
+	new_oid = copy_storage(old_heap, index_oid, &rows, &frozen_xid, &cutoff_multi);
 	MvProgressSetRows((int64) rows);
-	CommandCounterIncrement();
+	new_heap = table_open(new_oid, AccessExclusiveLock);
 
 	MvProgressSetPhase(MV_PHASE_BUILD_INDEXES, list_length(RelationGetIndexList(old_heap)));
 	pairs = build_indexes(old_heap, new_heap);
@@ -519,7 +729,7 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 	table_close(old_heap, NoLock);
 
 	MvProgressSetPhase(MV_PHASE_SWAP, -1);
-	swap_storage(storage_oid, new_oid, pairs, frozen_xid, cutoff_multi);
+	swap_storage(viewid, storage_oid, new_oid, pairs, frozen_xid, cutoff_multi);
 	return (int64) rows;
 }
 

@@ -39,7 +39,8 @@ SELECT append_rows > 0 AS appended FROM mvinc.views WHERE view = 'rc_agg'::regcl
 SELECT c.relfilenode AS old_file, (SELECT array_agg(indexrelid ORDER BY indexrelid) FROM pg_index WHERE indrelid = c.oid) AS old_indexes
   FROM pg_class c WHERE c.oid = rc_storage('rc_agg') \gset
 
-SELECT mvinc.recluster('rc_agg') = (SELECT count(*) FROM rc_agg) AS rows_written;
+SELECT count(*) AS groups FROM rc_agg \gset
+SELECT mvinc.recluster('rc_agg') = :groups AS rows_written;
 SELECT append_rows, storage_rows = (SELECT count(*) FROM rc_agg) AS storage_rows_ok
   FROM mvinc.views WHERE view = 'rc_agg'::regclass;
 SELECT rc_diff('rc_agg', 'SELECT g, h, count(*), sum(v), max(v) FROM rc_src GROUP BY g, h') AS differ;
@@ -99,14 +100,26 @@ SELECT indexrelid::regclass = (rc_storage('rc_proj')::text || '_cluster')::regcl
 SELECT mvinc.recluster('rc_proj') AS rows_written;
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_proj');
 
--- ALTER ... SET / RESET (mvinc.cluster_by)
+-- ALTER ... SET / RESET (mvinc.cluster_by): a prefix of the key index
+-- needs no index of its own; another order gets one, replaced when the
+-- order changes and dropped at RESET
+ALTER MATERIALIZED VIEW rc_agg SET (mvinc.cluster_by = 'g');
+SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
+ALTER MATERIALIZED VIEW rc_agg SET (mvinc.cluster_by = 'h');
+SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
+SELECT rc_ordered('rc_agg', 'k2') AS in_h_order;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
 ALTER MATERIALIZED VIEW rc_agg SET (mvinc.cluster_by = 'h, g');
 SELECT cluster_by FROM mvinc.mv_view WHERE view = 'rc_agg'::regclass;
 SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
 SELECT rc_ordered('rc_agg', 'k2, k1') AS in_h_g_order;
+SELECT pg_get_indexdef(indexrelid) LIKE '%(k2, k1)' AS cluster_index_on_h_g
+  FROM pg_index WHERE indrelid = rc_storage('rc_agg') AND NOT indisunique;
 SELECT rc_diff('rc_agg', 'SELECT g, h, count(*), sum(v), max(v) FROM rc_src GROUP BY g, h') AS differ;
 ALTER MATERIALIZED VIEW rc_agg RESET (mvinc.cluster_by);
 SELECT cluster_by IS NULL AS reset FROM mvinc.mv_view WHERE view = 'rc_agg'::regclass;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
 SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
 SELECT rc_ordered('rc_agg', 'k1, k2') AS in_key_order;
 
@@ -136,6 +149,13 @@ SELECT mvinc.recluster('rc_empty');
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT mvinc.recluster('rc_agg');
 ROLLBACK;
+-- a scan of the view open in the same session (it would read the new files)
+BEGIN;
+DECLARE rc_cursor CURSOR FOR SELECT g FROM rc_agg;
+MOVE 2 IN rc_cursor;
+SELECT mvinc.recluster('rc_agg');
+ROLLBACK;
+SELECT mvinc.recluster('rc_agg') = (SELECT count(*) FROM rc_agg) AS read_in_the_same_query;
 CREATE ROLE rc_other;
 SET ROLE rc_other;
 SELECT mvinc.recluster('rc_agg');
