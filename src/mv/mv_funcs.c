@@ -125,28 +125,29 @@ mvinc_read_branch(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(names[MvGetReadBranch(viewid)]));
 }
 
+/* An incremental view the caller owns (what maintaining it by hand asks) */
+static void
+require_owned_view(Oid viewid)
+{
+	require_view(viewid);
+	if (!pg_class_ownercheck(viewid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
+}
+
 /* mvinc.compact(view): fold appended state rows into the storage */
 Datum
 mvinc_compact(PG_FUNCTION_ARGS)
 {
-	Oid			viewid = PG_GETARG_OID(0);
-
-	require_view(viewid);
-	if (!pg_class_ownercheck(viewid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
-	PG_RETURN_INT64(MvCompact(viewid));
+	require_owned_view(PG_GETARG_OID(0));
+	PG_RETURN_INT64(MvCompact(PG_GETARG_OID(0)));
 }
 
 /* mvinc.recluster(view): rewrite the storage in cluster order */
 Datum
 mvinc_recluster(PG_FUNCTION_ARGS)
 {
-	Oid			viewid = PG_GETARG_OID(0);
-
-	require_view(viewid);
-	if (!pg_class_ownercheck(viewid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_MATVIEW, get_rel_name(viewid));
-	PG_RETURN_INT64(MvRecluster(viewid));
+	require_owned_view(PG_GETARG_OID(0));
+	PG_RETURN_INT64(MvRecluster(PG_GETARG_OID(0)));
 }
 
 /* Run a count query, returning its bigint */

@@ -369,59 +369,83 @@ copy_rows(Relation old_heap, Relation new_heap, Oid index_oid,
 }
 
 /*
- * A transient heap holding the storage's rows in index order (its oid);
- * the copy is tried again when a TOAST value went missing under it.
+ * Run fn(arg) in an internal subtransaction: kept when it succeeds (NULL
+ * comes back), rolled back when it fails, with its error returned for the
+ * caller to handle or rethrow.
  */
-static Oid
-copy_storage(Relation old_heap, Oid index_oid, double *rows,
-			 TransactionId *frozen_xid, MultiXactId *cutoff_multi)
+static ErrorData *
+try_in_subtransaction(void (*fn) (void *arg), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
 
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return edata;
+}
+
+/* One copy of the storage into a new transient heap */
+typedef struct CopyTry
+{
+	Relation	old_heap;
+	Oid			index_oid;
+	Oid			new_oid;		/* out: the transient heap */
+	double		rows;			/* out: rows copied no snapshot saw deleted */
+	TransactionId frozen_xid;	/* out: its freeze cutoffs */
+	MultiXactId cutoff_multi;
+} CopyTry;
+
+static void
+copy_once(void *arg)
+{
+	CopyTry    *c = arg;
+	Relation	new_heap;
+
+	c->new_oid = make_new_heap(RelationGetRelid(c->old_heap), c->old_heap->rd_rel->reltablespace,
+							   c->old_heap->rd_rel->relam, c->old_heap->rd_rel->relpersistence,
+							   ShareUpdateExclusiveLock);
+	new_heap = table_open(c->new_oid, AccessExclusiveLock);
+	c->rows = copy_rows(c->old_heap, new_heap, c->index_oid, &c->frozen_xid, &c->cutoff_multi);
+	table_close(new_heap, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * A transient heap holding the storage's rows in index order; the copy
+ * is tried again when a TOAST value went missing under it.
+ */
+static void
+copy_storage(CopyTry *c)
+{
 	for (int tries = 1;; tries++)
 	{
-		volatile Oid new_oid = InvalidOid;
+		ErrorData  *edata = try_in_subtransaction(copy_once, c);
 
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(cxt);
-		PG_TRY();
-		{
-			Relation	new_heap;
-
-			new_oid = make_new_heap(RelationGetRelid(old_heap), old_heap->rd_rel->reltablespace,
-									old_heap->rd_rel->relam, old_heap->rd_rel->relpersistence,
-									ShareUpdateExclusiveLock);
-			new_heap = table_open(new_oid, AccessExclusiveLock);
-			*rows = copy_rows(old_heap, new_heap, index_oid, frozen_xid, cutoff_multi);
-			table_close(new_heap, NoLock);
-			CommandCounterIncrement();
-			ReleaseCurrentSubTransaction();
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED || tries >= RECLUSTER_COPY_TRIES ||
-				!OidIsValid(old_heap->rd_rel->reltoastrelid))
-				ReThrowError(edata);
-			ereport(DEBUG1,
-					(errmsg("recluster of \"%s\" copies again: %s",
-							RelationGetRelationName(old_heap), edata->message)));
-			FreeErrorData(edata);
-			new_oid = InvalidOid;
-		}
-		PG_END_TRY();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (OidIsValid(new_oid))
-			return new_oid;
+		if (edata == NULL)
+			return;
+		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED || tries >= RECLUSTER_COPY_TRIES ||
+			!OidIsValid(c->old_heap->rd_rel->reltoastrelid))
+			ReThrowError(edata);
+		ereport(DEBUG1,
+				(errmsg("recluster of \"%s\" copies again: %s",
+						RelationGetRelationName(c->old_heap), edata->message)));
+		FreeErrorData(edata);
 	}
 }
 
@@ -559,46 +583,38 @@ holder_waits_for_view(Oid storage_oid, Oid viewid)
 	return false;
 }
 
-/* ACCESS EXCLUSIVE on relid, waiting in line at most timeout_ms */
+/* A wait in line for ACCESS EXCLUSIVE on relid, at most timeout_ms long */
+typedef struct LockTry
+{
+	Oid			relid;
+	int			timeout_ms;
+} LockTry;
+
+static void
+lock_once(void *arg)
+{
+	LockTry    *l = arg;
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("lock_timeout", psprintf("%d", l->timeout_ms), PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	LockRelationOid(l->relid, AccessExclusiveLock);
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/* Did the wait in line get the lock? (it goes to the parent transaction) */
 static bool
 lock_waiting_at_most(Oid relid, int timeout_ms)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool locked = false;
+	LockTry		l = {relid, timeout_ms};
+	ErrorData  *edata = try_in_subtransaction(lock_once, &l);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		int			nestlevel = NewGUCNestLevel();
-
-		(void) set_config_option("lock_timeout", psprintf("%d", timeout_ms), PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		LockRelationOid(relid, AccessExclusiveLock);
-		AtEOXact_GUC(true, nestlevel);
-		/* the lock goes to the parent transaction */
-		ReleaseCurrentSubTransaction();
-		locked = true;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return locked;
+	if (edata == NULL)
+		return true;
+	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		ReThrowError(edata);
+	FreeErrorData(edata);
+	return false;
 }
 
 /*
@@ -701,12 +717,9 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 	MvDef	   *def = MvDefForView(viewid);
 	Oid			storage_oid = cat->storage_oid;
 	Oid			index_oid;
-	Oid			new_oid;
 	Relation	old_heap,
 				new_heap;
-	TransactionId frozen_xid;
-	MultiXactId cutoff_multi;
-	double		rows;
+	CopyTry		copy = {0};
 	List	   *pairs;
 
 	index_oid = order_index(viewid, def, storage_oid);
@@ -719,9 +732,11 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 	check_not_in_use(old_heap, viewid);
 
 	MvProgressSetPhase(MV_PHASE_REWRITE, (int64) Max(old_heap->rd_rel->reltuples, 0));
-	new_oid = copy_storage(old_heap, index_oid, &rows, &frozen_xid, &cutoff_multi);
-	MvProgressSetRows((int64) rows);
-	new_heap = table_open(new_oid, AccessExclusiveLock);
+	copy.old_heap = old_heap;
+	copy.index_oid = index_oid;
+	copy_storage(&copy);
+	MvProgressSetRows((int64) copy.rows);
+	new_heap = table_open(copy.new_oid, AccessExclusiveLock);
 
 	MvProgressSetPhase(MV_PHASE_BUILD_INDEXES, list_length(RelationGetIndexList(old_heap)));
 	pairs = build_indexes(old_heap, new_heap);
@@ -729,8 +744,8 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 	table_close(old_heap, NoLock);
 
 	MvProgressSetPhase(MV_PHASE_SWAP, -1);
-	swap_storage(viewid, storage_oid, new_oid, pairs, frozen_xid, cutoff_multi);
-	return (int64) rows;
+	swap_storage(viewid, storage_oid, copy.new_oid, pairs, copy.frozen_xid, copy.cutoff_multi);
+	return (int64) copy.rows;
 }
 
 /* mvinc.recluster(view): fold append rows, rewrite the storage in order */
