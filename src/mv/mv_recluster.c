@@ -51,6 +51,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "commands/cluster.h"
+#include "commands/defrem.h"
 #include "commands/vacuum.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -176,33 +177,33 @@ catalog_cluster_by(Oid viewid)
 	return result;
 }
 
-/* Name of the index a recluster adds on the cluster_by columns */
-static char *
-cluster_index_name(Oid storage_oid)
+/*
+ * Is index one a recluster added for mvinc.cluster_by?  (Named after the
+ * storage with the label "cluster": mv_<oid>_cluster, _cluster1, ...)
+ */
+static bool
+is_cluster_index(Relation storage, Oid index)
 {
-	return psprintf("%s_cluster", get_rel_name(storage_oid));
+	char	   *prefix = psprintf("%s_cluster", RelationGetRelationName(storage));
+	char	   *name = get_rel_name(index);
+
+	return name != NULL && get_rel_relkind(index) == RELKIND_INDEX &&
+		strncmp(name, prefix, strlen(prefix)) == 0;
 }
 
-/* Drop the cluster_by index of viewid's storage, if a recluster made one */
-static void
-drop_cluster_index(Oid viewid)
+/* Indexes a recluster added for another cluster order than keep's */
+static List *
+stale_cluster_indexes(Relation storage, Oid keep)
 {
-	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_LATEST);
-	Oid			index;
+	List	   *stale = NIL;
+	ListCell   *lc;
 
-	if (cat == NULL || !OidIsValid(cat->storage_oid) || get_rel_name(cat->storage_oid) == NULL)
-		return;
-	index = get_relname_relid(cluster_index_name(cat->storage_oid), MvincSchemaOid());
-	if (OidIsValid(index))
+	foreach(lc, RelationGetIndexList(storage))
 	{
-		ObjectAddress obj;
-
-		/* as DROP INDEX locks: the table first, then the index */
-		LockRelationOid(cat->storage_oid, AccessExclusiveLock);
-		LockRelationOid(index, AccessExclusiveLock);
-		ObjectAddressSet(obj, RelationRelationId, index);
-		performDeletion(&obj, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+		if (lfirst_oid(lc) != keep && is_cluster_index(storage, lfirst_oid(lc)))
+			stale = lappend_oid(stale, lfirst_oid(lc));
 	}
+	return stale;
 }
 
 /* ALTER MATERIALIZED VIEW .. SET / RESET (mvinc.cluster_by) */
@@ -213,9 +214,8 @@ MvSetClusterBy(Oid viewid, const char *cluster_by)
 	Datum		values[2];
 	char		nulls[2] = {' ', ' '};
 
+	/* (the next recluster writes the new order and drops an old index) */
 	(void) MvClusterColumns(viewid, MvDefForView(viewid), cluster_by);
-	/* an index a recluster made for the old order would only cost refreshes */
-	drop_cluster_index(viewid);
 	values[0] = ObjectIdGetDatum(viewid);
 	values[1] = cluster_by ? CStringGetTextDatum(cluster_by) : (Datum) 0;
 	nulls[1] = cluster_by ? ' ' : 'n';
@@ -296,13 +296,13 @@ order_index(Oid viewid, MvDef *def, Oid storage_oid)
 		return index;
 
 	/*
-	 * An index on the cluster_by columns: the sort's and range reads'
-	 * (one left from another order, which ALTER drops, is replaced).
+	 * An index on the cluster_by columns: the sort's and range reads' (one
+	 * made for another order goes at the swap, under its lock).
 	 */
-	drop_cluster_index(viewid);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE INDEX %s ON mvinc.%s (",
-					 quote_identifier(cluster_index_name(storage_oid)),
+					 quote_identifier(ChooseRelationName(get_rel_name(storage_oid), NULL, "cluster",
+														 MvincSchemaOid(), false)),
 					 quote_identifier(get_rel_name(storage_oid)));
 	foreach(lc, physnames)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) ? ", " : "",
@@ -403,6 +403,7 @@ try_in_subtransaction(void (*fn) (void *arg), void *arg)
 /* One copy of the storage into a new transient heap */
 typedef struct CopyTry
 {
+	MemoryContext cxt;			/* the try's (the rewrite's and sort's) */
 	Relation	old_heap;
 	Oid			index_oid;
 	Oid			new_oid;		/* out: the transient heap */
@@ -416,6 +417,7 @@ copy_once(void *arg)
 {
 	CopyTry    *c = arg;
 	Relation	new_heap;
+	MemoryContext old = MemoryContextSwitchTo(c->cxt);
 
 	c->new_oid = make_new_heap(RelationGetRelid(c->old_heap), c->old_heap->rd_rel->reltablespace,
 							   c->old_heap->rd_rel->relam, c->old_heap->rd_rel->relpersistence,
@@ -424,6 +426,7 @@ copy_once(void *arg)
 	c->rows = copy_rows(c->old_heap, new_heap, c->index_oid, &c->frozen_xid, &c->cutoff_multi);
 	table_close(new_heap, NoLock);
 	CommandCounterIncrement();
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -435,8 +438,12 @@ copy_storage(CopyTry *c)
 {
 	for (int tries = 1;; tries++)
 	{
-		ErrorData  *edata = try_in_subtransaction(copy_once, c);
+		ErrorData  *edata;
 
+		c->cxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc recluster copy",
+									   ALLOCSET_DEFAULT_SIZES);
+		edata = try_in_subtransaction(copy_once, c);
+		MemoryContextDelete(c->cxt);
 		if (edata == NULL)
 			return;
 		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED || tries >= RECLUSTER_COPY_TRIES ||
@@ -449,9 +456,9 @@ copy_storage(CopyTry *c)
 	}
 }
 
-/* Give the transient heap a copy of every index of the storage, built */
+/* Give the transient heap a copy of every index of the storage but skip, built */
 static List *
-build_indexes(Relation old_heap, Relation new_heap)
+build_indexes(Relation old_heap, Relation new_heap, List *skip)
 {
 	List	   *pairs = NIL;
 	List	   *indexes = RelationGetIndexList(old_heap);
@@ -460,8 +467,12 @@ build_indexes(Relation old_heap, Relation new_heap)
 	foreach(lc, indexes)
 	{
 		Oid			old_index = lfirst_oid(lc);
-		IndexPair  *pair = palloc(sizeof(IndexPair));
+		IndexPair  *pair;
 		Relation	index;
+
+		if (list_member_oid(skip, old_index))
+			continue;
+		pair = palloc(sizeof(IndexPair));
 
 		pair->old_index = old_index;
 		pair->new_index = index_concurrently_create_copy(new_heap, old_index,
@@ -569,18 +580,22 @@ holder_waits_for_view(Oid storage_oid, Oid viewid)
 	LOCKTAG		tag;
 	VirtualTransactionId *holders;
 
+	bool		waits = false;
+
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, storage_oid);
 	holders = GetLockConflicts(&tag, AccessExclusiveLock, NULL);
-	for (; VirtualTransactionIdIsValid(*holders); holders++)
+	for (int i = 0; !waits && VirtualTransactionIdIsValid(holders[i]); i++)
 	{
-		PGPROC	   *proc = BackendIdGetProc(holders->backendId);
-		LOCK	   *wait = proc ? (LOCK *) ((volatile PGPROC *) proc)->waitLock : NULL;
+		volatile PGPROC *proc = BackendIdGetProc(holders[i].backendId);
+		LOCK	   *wait = proc ? proc->waitLock : NULL;
 
-		if (wait != NULL && wait->tag.locktag_type == LOCKTAG_RELATION &&
-			wait->tag.locktag_field1 == MyDatabaseId && wait->tag.locktag_field2 == viewid)
-			return true;
+		/* (still the holder's transaction: its backend may have moved on) */
+		waits = wait != NULL && proc->lxid == holders[i].localTransactionId &&
+			wait->tag.locktag_type == LOCKTAG_RELATION &&
+			wait->tag.locktag_field1 == MyDatabaseId && wait->tag.locktag_field2 == viewid;
 	}
-	return false;
+	pfree(holders);
+	return waits;
 }
 
 /* A wait in line for ACCESS EXCLUSIVE on relid, at most timeout_ms long */
@@ -655,7 +670,7 @@ lock_for_swap(Oid storage_oid, Oid viewid)
 
 /* Exchange the storage's files with the transient heap's, then drop it */
 static void
-swap_storage(Oid viewid, Oid storage_oid, Oid new_oid, List *pairs,
+swap_storage(Oid viewid, Oid storage_oid, Oid new_oid, List *pairs, List *stale,
 			 TransactionId frozen_xid, MultiXactId cutoff_multi)
 {
 	Relation	storage;
@@ -705,6 +720,15 @@ swap_storage(Oid viewid, Oid storage_oid, Oid new_oid, List *pairs,
 	}
 	CommandCounterIncrement();
 
+	/* indexes of an earlier cluster order: not copied, not kept */
+	foreach(lc, stale)
+	{
+		ObjectAddress index;
+
+		ObjectAddressSet(index, RelationRelationId, lfirst_oid(lc));
+		performDeletion(&index, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	}
+
 	/* the transient heap, its indexes and TOAST table now hold the old files */
 	ObjectAddressSet(transient, RelationRelationId, new_oid);
 	performDeletion(&transient, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
@@ -721,6 +745,7 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 				new_heap;
 	CopyTry		copy = {0};
 	List	   *pairs;
+	List	   *stale;
 
 	index_oid = order_index(viewid, def, storage_oid);
 
@@ -738,13 +763,15 @@ recluster_storage(Oid viewid, MvCatalog *cat)
 	MvProgressSetRows((int64) copy.rows);
 	new_heap = table_open(copy.new_oid, AccessExclusiveLock);
 
-	MvProgressSetPhase(MV_PHASE_BUILD_INDEXES, list_length(RelationGetIndexList(old_heap)));
-	pairs = build_indexes(old_heap, new_heap);
+	stale = stale_cluster_indexes(old_heap, index_oid);
+	MvProgressSetPhase(MV_PHASE_BUILD_INDEXES,
+					   list_length(RelationGetIndexList(old_heap)) - list_length(stale));
+	pairs = build_indexes(old_heap, new_heap, stale);
 	table_close(new_heap, NoLock);
 	table_close(old_heap, NoLock);
 
 	MvProgressSetPhase(MV_PHASE_SWAP, -1);
-	swap_storage(viewid, storage_oid, copy.new_oid, pairs, copy.frozen_xid, copy.cutoff_multi);
+	swap_storage(viewid, storage_oid, copy.new_oid, pairs, stale, copy.frozen_xid, copy.cutoff_multi);
 	return (int64) copy.rows;
 }
 

@@ -100,9 +100,9 @@ SELECT indexrelid::regclass = (rc_storage('rc_proj')::text || '_cluster')::regcl
 SELECT mvinc.recluster('rc_proj') AS rows_written;
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_proj');
 
--- ALTER ... SET / RESET (mvinc.cluster_by): a prefix of the key index
--- needs no index of its own; another order gets one, replaced when the
--- order changes and dropped at RESET
+-- ALTER ... SET / RESET (mvinc.cluster_by), for the next recluster: a
+-- prefix of the key index needs no index of its own; another order gets
+-- one, which the recluster after a change of order drops
 ALTER MATERIALIZED VIEW rc_agg SET (mvinc.cluster_by = 'g');
 SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
@@ -122,6 +122,7 @@ SELECT cluster_by IS NULL AS reset FROM mvinc.mv_view WHERE view = 'rc_agg'::reg
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
 SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
 SELECT rc_ordered('rc_agg', 'k1, k2') AS in_key_order;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
 
 -- one row, no key: rewritten as it is
 CREATE MATERIALIZED VIEW rc_total WITH (mvinc.incremental = true) AS
