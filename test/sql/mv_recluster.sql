@@ -124,6 +124,21 @@ SELECT mvinc.recluster('rc_agg') > 0 AS reclustered;
 SELECT rc_ordered('rc_agg', 'k1, k2') AS in_key_order;
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = rc_storage('rc_agg');
 
+-- NULL group keys: the copied key index keeps NULLS NOT DISTINCT
+CREATE TABLE rc_null (id int PRIMARY KEY, g int, v int NOT NULL);
+INSERT INTO rc_null SELECT i, nullif(i % 7, 3), i FROM generate_series(1, 200) i;
+CREATE MATERIALIZED VIEW rc_nullv WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n, sum(v) AS s FROM rc_null GROUP BY g;
+SELECT mvinc.recluster('rc_nullv') AS rows_written;
+INSERT INTO rc_null VALUES (1001, NULL, 5), (1002, 3, 5), (1003, 99, 1);
+UPDATE rc_null SET v = v + 1 WHERE g IS NULL;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT mode FROM mvinc.refresh('rc_nullv');
+SELECT rc_diff('rc_nullv', 'SELECT g, count(*), sum(v) FROM rc_null GROUP BY g') AS differ;
+SELECT count(*) AS null_groups FROM rc_nullv WHERE g IS NULL;
+DROP MATERIALIZED VIEW rc_nullv;
+DROP TABLE rc_null;
+
 -- one row, no key: rewritten as it is
 CREATE MATERIALIZED VIEW rc_total WITH (mvinc.incremental = true) AS
   SELECT count(*) AS n, sum(v) AS s FROM rc_src;
