@@ -151,7 +151,7 @@ extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr 
 								   int64 changes, TimestampTz started);
 extern void MvCatalogSetAppendRows(Oid viewid, int64 append_rows);
 extern char *MvAppendTableName(const char *storage_name);
-extern Oid	MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by);
+extern Oid	MvCreateStorage(Oid viewid, MvDef *def);
 extern void MvCatalogSetStorage(Oid viewid, Oid storage_oid, const char *storage_name);
 extern void MvForgetView(Oid viewid, Oid sourceid);
 extern void MvCatalogMarkStale(Oid viewid);

@@ -707,7 +707,7 @@ add_stored_finals(const char *name, MvDef *def)
  * members of the extension; returns the storage's oid.
  */
 Oid
-MvCreateStorage(Oid viewid, MvDef *def, const char *cluster_by)
+MvCreateStorage(Oid viewid, MvDef *def)
 {
 	char	   *name = psprintf("mv_%u", viewid);
 	Oid			storage;

@@ -995,7 +995,7 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	}
 	MvTrack(source, rc->def->kind == MV_KIND_AGGREGATE);
 	if (!OidIsValid(rc->cat->storage_oid))
-		rc->cat->storage_oid = MvCreateStorage(rc->viewid, rc->def, NULL);
+		rc->cat->storage_oid = MvCreateStorage(rc->viewid, rc->def);
 	MvMarkPopulated(rc->viewid);
 	rc->storage = psprintf("mvinc.%s", quote_identifier(get_rel_name(rc->cat->storage_oid)));
 

@@ -348,7 +348,7 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	if (o->refresh_interval)
 		MvSetRefreshInterval(viewid, o->refresh_interval);
 	CommandCounterIncrement();
-	MvCreateStorage(viewid, def, o->cluster_by);
+	MvCreateStorage(viewid, def);
 	CommandCounterIncrement();
 	if (!skipData)
 		(void) MvRefresh(viewid, false, true);
