@@ -47,3 +47,17 @@ CREATE TRIGGER mv_view_scheduled AFTER INSERT OR UPDATE OF refresh_interval ON m
 CREATE FUNCTION mvinc.recluster(view regclass) RETURNS bigint
     LANGUAGE c STRICT VOLATILE
     AS 'MODULE_PATHNAME', 'mvinc_recluster';
+
+-- The delta of a hybrid read (as _delta_states and _delta_replaced) for
+-- the groups whose keys pass conditions the reader's query
+-- applies above the read (group key keys[i] OPERATOR(ops[i]) ANY (the i-th
+-- array of vals); only btree equality of the key's type): a read of a few
+-- groups computes the delta of those groups alone.
+CREATE FUNCTION mvinc._delta_states(view oid, keys int2[], ops oid[], VARIADIC vals "any")
+    RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
+    AS 'MODULE_PATHNAME', 'mvinc_delta_states';
+CREATE FUNCTION mvinc._delta_replaced(view oid, keys int2[], ops oid[], VARIADIC vals "any")
+    RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED ROWS 10
+    AS 'MODULE_PATHNAME', 'mvinc_delta_replaced';

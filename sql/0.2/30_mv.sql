@@ -105,6 +105,18 @@ CREATE FUNCTION mvinc._delta_states(view oid) RETURNS SETOF record
 CREATE FUNCTION mvinc._delta_replaced(view oid) RETURNS SETOF record
     LANGUAGE c STRICT STABLE PARALLEL RESTRICTED ROWS 10
     AS 'MODULE_PATHNAME', 'mvinc_delta_replaced';
+-- Both, for the groups whose keys pass conditions the reader's query
+-- applies above the read (group key keys[i] OPERATOR(ops[i]) ANY (the i-th
+-- array of vals); only btree equality of the key's type): a read of a few
+-- groups computes the delta of those groups alone.
+CREATE FUNCTION mvinc._delta_states(view oid, keys int2[], ops oid[], VARIADIC vals "any")
+    RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED
+    AS 'MODULE_PATHNAME', 'mvinc_delta_states';
+CREATE FUNCTION mvinc._delta_replaced(view oid, keys int2[], ops oid[], VARIADIC vals "any")
+    RETURNS SETOF record
+    LANGUAGE c STRICT STABLE PARALLEL RESTRICTED ROWS 10
+    AS 'MODULE_PATHNAME', 'mvinc_delta_replaced';
 
 -- Fold the state rows that append refreshes added beside the storage of
 -- an aggregate view into its one row per group; returns the rows folded.

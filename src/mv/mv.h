@@ -17,6 +17,7 @@
 #include "nodes/primnodes.h"
 #include "utils/snapshot.h"
 #include "access/tupdesc.h"
+#include "fmgr.h"
 #include "nodes/pg_list.h"
 #include "utils/relcache.h"
 
@@ -374,9 +375,33 @@ extern bool MvHybridCapable(MvDef *def);
 extern bool MvHybridCanReplace(MvDef *def);
 extern bool MvHybridReaderMaySee(MvDef *def);
 extern int64 MvHybridMaxDeltaRows(Oid sourceid);
-extern MvDeltaRows *MvComputeDeltaRows(Oid viewid, bool changes);
-extern MvDeltaRows *MvMemoDeltaRows(Oid viewid, Snapshot snap);
-extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap);
+
+/*
+ * Conditions on the group keys that a reader's query applies to a hybrid
+ * read (mv_keyfilter.c): its delta need only hold the groups that pass.
+ * Condition i: group key keyno[i] (1-based, storage order) OPERATOR(opno[i])
+ * ANY (values[i], an array of type arraytype[i]).
+ */
+typedef struct MvDeltaFilter
+{
+	int			nconds;
+	int		   *keyno;
+	Oid		   *opno;
+	Oid		   *arraytype;
+	Datum	   *values;
+	char	   *ident;			/* the conditions and values as text (memo key) */
+} MvDeltaFilter;
+
+extern MvDeltaRows *MvComputeDeltaRows(Oid viewid, bool changes, MvDeltaFilter *filter,
+									   Snapshot latest);
+extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter);
+extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows);
+
+/* mv_keyfilter.c */
+extern void MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq);
+extern MvDeltaFilter *MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, MvDef *def,
+											const char *viewname);
+extern char *MvDeltaFilterSql(MvDef *def, MvDeltaFilter *f, const char *alias, int firstparam);
 extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
 extern char *MvViewQuerySql(Oid viewid);
 

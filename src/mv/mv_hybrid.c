@@ -12,18 +12,21 @@
  * aggregate cannot retract, the groups as the source has them.  The read
  * path decides it (mv_read.c: 'hybrid'); the read's plan then calls
  * mvinc._delta_states(view) and mvinc._delta_replaced(view), whose rows
- * are computed here once per decision.  A statement that runs in parallel
- * mode cannot take the latest snapshot once it is in that mode: the read
- * node's executor start computes its delta ahead and keeps it with the
- * decision (mv_read.c's memo).
+ * are computed here once per decision (kept in mv_read.c's memo), or,
+ * when the reader's query keeps some group keys only, with those key
+ * conditions (mv_keyfilter.c), for those groups alone.
  *
  * Snapshots, as for the decision: the checkpoint under the statement's
  * snapshot, the change log under the latest one (capture writes rows of
  * transactions the statement sees after its snapshot was taken; the
  * decision waited for capture first), the retention bound in that same
- * latest snapshot. Retention cannot remove rows past the checkpoint that
- * this read sees while the read runs unless a refresh moved the
- * checkpoint after the decision; then the read fails to serialize
+ * latest snapshot.  The decision keeps its latest snapshot, in which the
+ * delta is computed whenever the read asks (a statement in parallel mode
+ * may take no new snapshot): retention had not begun past the checkpoint
+ * in it, and the statement's older snapshot keeps the rows it sees from
+ * being pruned.  Computed in a snapshot of its own (a direct call), the
+ * delta is checked again: when a refresh moved the checkpoint and
+ * retention began since the decision, the read fails to serialize
  * instead of answering without them.  Replacing groups needs the change
  * log (latest snapshot) and the storage and source (the statement's) in
  * one query: the change-log rows are fetched first and passed to it as an
@@ -226,14 +229,16 @@ without_first_column(TupleDesc desc)
 
 /*
  * Run the replacing query (replacing_sql) over the delta's change-log rows,
- * fetched by query fetch under snapshot latest; the rows go into *rows,
+ * fetched by query fetch (its parameters the filter's arrays) under
+ * snapshot latest; the rows go into *rows,
  * copied into context outer.  Runs inside an SPI connection.
  */
 static bool
-compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest,
-				  MvDeltaRows *rows, MemoryContext outer)
+compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, MvDeltaFilter *filter,
+				  Snapshot latest, MvDeltaRows *rows, MemoryContext outer)
 {
-	SPIPlanPtr	plan = SPI_prepare(fetch, 0, NULL);
+	SPIPlanPtr	plan = SPI_prepare(fetch, filter ? filter->nconds : 0,
+								   filter ? filter->arraytype : NULL);
 	Tuplestorestate *store;
 	EphemeralNamedRelation enr;
 	char	   *base;
@@ -242,7 +247,8 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 	bool	   *nulls;
 
 	if (plan == NULL ||
-		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		SPI_execute_snapshot(plan, filter ? filter->values : NULL, NULL, latest, InvalidSnapshot,
+							 true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the delta of materialized view %u", cat->viewid);
 	/* every change outside the view's WHERE: nothing to replace */
 	if (SPI_processed == 0)
@@ -309,18 +315,22 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, Snapshot latest
 }
 
 /*
- * The rows of query sql run under snapshot, copied into context outer
- * (their descriptor into rows->desc).  Runs inside an SPI connection.
+ * The rows of query sql (its parameters the filter's arrays) run under
+ * snapshot, copied into context outer (their descriptor into rows->desc).
+ * Runs inside an SPI connection.
  */
 static List *
-fetch_rows(const char *sql, Snapshot snapshot, MvDeltaRows *rows, MemoryContext outer)
+fetch_rows(const char *sql, MvDeltaFilter *filter, Snapshot snapshot, MvDeltaRows *rows,
+		   MemoryContext outer)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
+	SPIPlanPtr	plan = SPI_prepare(sql, filter ? filter->nconds : 0,
+								   filter ? filter->arraytype : NULL);
 	MemoryContext spicxt;
 	List	   *tuples = NIL;
 
 	if (plan == NULL ||
-		SPI_execute_snapshot(plan, NULL, NULL, snapshot, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		SPI_execute_snapshot(plan, filter ? filter->values : NULL, NULL, snapshot, InvalidSnapshot,
+							 true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compute the delta of a materialized view");
 	spicxt = MemoryContextSwitchTo(outer);
 	rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
@@ -335,9 +345,12 @@ fetch_rows(const char *sql, Snapshot snapshot, MvDeltaRows *rows, MemoryContext 
  * current memory context: with changes (the delta has updates or deletes,
  * MvHybridCanReplace), the inserts of untouched groups and the replaced
  * groups; else the inserts' states alone, straight from the change log.
+ * With a filter (mv_keyfilter.c), of the groups whose keys pass it alone.
+ * The change log is read in the decision's latest snapshot (mv_read.c's
+ * keep_snapshot), or in a new one when latest is NULL.
  */
 MvDeltaRows *
-MvComputeDeltaRows(Oid viewid, bool changes)
+MvComputeDeltaRows(Oid viewid, bool changes, MvDeltaFilter *filter, Snapshot latest)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
@@ -346,7 +359,7 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 	Oid			changelog;
 	char	   *query_snap;
 	char	   *cond;
-	Snapshot	latest;
+	bool		own_latest = latest == NULL;
 
 	if (cat == NULL || !OidIsValid(cat->storage_oid) || cat->checkpoint_snapshot == NULL)
 		elog(ERROR, "materialized view %u has no checkpoint for a hybrid read", viewid);
@@ -361,13 +374,18 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 	if (changes)
 		MvCheckOwnerCanRead(viewid);
 	query_snap = MvSnapshotText(GetActiveSnapshot(), false);
-	cond = psprintf(" AND s._mvinc_lsn > '%X/%X' "
+	if (filter && def->kind == MV_KIND_PROJECTION)
+		elog(ERROR, "the delta of projection view %u takes no key conditions", viewid);
+	/* (the key conditions first: they are cheaper than the visibility tests) */
+	cond = psprintf("%s AND s._mvinc_lsn > '%X/%X' "
 					"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
 					"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+					MvDeltaFilterSql(def, filter, "s", 1),
 					LSN_FORMAT_ARGS(cat->checkpoint_lsn), query_snap,
 					cat->checkpoint_snapshot);
 
-	latest = RegisterSnapshot(GetLatestSnapshot());
+	if (own_latest)
+		latest = RegisterSnapshot(GetLatestSnapshot());
 	MvSpiConnect();
 	rows->projection = def->kind == MV_KIND_PROJECTION;
 	if (rows->projection)
@@ -375,16 +393,16 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 		/* each touched row as the delta leaves it: all from the change log */
 		rows->replaced = fetch_rows(MvLastImagesSql(def, MvSourceName(changelog),
 													psprintf("true%s", cond)),
-									latest, rows, outer);
+									NULL, latest, rows, outer);
 	}
 	else if (!changes ||
 			 !compute_replacing(def, cat,
 								psprintf("SELECT * FROM %s s WHERE %s%s", MvSourceName(changelog),
 										 MvWhereSql(def, "s"), cond),
-								latest, rows, outer))
+								filter, latest, rows, outer))
 	{
 		rows->tuples = fetch_rows(inserts_sql(def, MvSourceName(changelog), cond),
-								  latest, rows, outer);
+								  filter, latest, rows, outer);
 	}
 	MvSpiFinish();
 
@@ -396,7 +414,8 @@ MvComputeDeltaRows(Oid viewid, bool changes)
 						get_rel_name(viewid)),
 				 errdetail("A refresh and change-log retention passed the view's checkpoint that this read sees while it read them."),
 				 errhint("Retry the statement.")));
-	UnregisterSnapshot(latest);
+	if (own_latest)
+		UnregisterSnapshot(latest);
 	return rows;
 }
 
@@ -443,6 +462,7 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 	MemoryContext oldcxt;
 	MvDeltaRows *rows;
 	MvCatalog  *cat;
+	MvDeltaFilter *filter = NULL;
 
 	/*
 	 * The delta's state rows are the whole view's: only for a caller who
@@ -463,15 +483,9 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 						get_rel_name(viewid))));
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	/* computed ahead by the executor-start hook for a parallel statement? */
-	rows = MvMemoDeltaRows(viewid, GetActiveSnapshot());
-	if (rows == NULL)
-	{
-		if (IsInParallelMode())
-			elog(ERROR, "the delta of materialized view %u was not computed before parallel mode",
-				 viewid);
-		rows = MvHybridDeltaRows(viewid, GetActiveSnapshot());
-	}
+	if (PG_NARGS() > 1)
+		filter = MvDeltaFilterFromArgs(fcinfo, MvDefForView(viewid), get_rel_name(viewid));
+	rows = MvHybridDeltaRows(viewid, GetActiveSnapshot(), filter);
 	put_rows(rows, replaced ? rows->replaced : rows->tuples, rsinfo, viewid);
 	MemoryContextSwitchTo(oldcxt);
 	return (Datum) 0;

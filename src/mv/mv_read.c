@@ -517,17 +517,23 @@ history_read_query(Oid viewid, RangeTblEntry *orig)
 
 /*
  * Turn the range-table entry of an incremental or history view into its
- * read subquery; false when it stays as it is.
+ * read subquery; false when it stays as it is.  When the entry is number
+ * rti of query outer, the key conditions outer applies to it go into the
+ * read's delta (mv_keyfilter.c).
  */
 static bool
-redirect_rte(RangeTblEntry *rte)
+redirect_rte(RangeTblEntry *rte, Query *outer, int rti)
 {
 	Oid			viewid = rte->relid;
 	bool		history = MvIsHistoryView(viewid);
 	Query	   *sub = history ? history_read_query(viewid, rte) : read_query(viewid, rte);
+	MvDef	   *def;
 
 	if (sub == NULL)
 		return false;
+	def = history ? NULL : MvDefForView(viewid);
+	if (def && outer)
+		MvPushKeyConditions(outer, rti, def, sub);
 
 	rte->rtekind = RTE_SUBQUERY;
 	rte->subquery = sub;
@@ -549,7 +555,7 @@ redirect_rte(RangeTblEntry *rte)
 	 * not leakproof must run above that filter (leakproof ones still go
 	 * down).
 	 */
-	rte->security_barrier = !history && MvDefForView(viewid)->having != NULL;
+	rte->security_barrier = def && def->having != NULL;
 	return true;
 }
 
@@ -581,7 +587,7 @@ redirect_walker(Node *node, void *context)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(rte->relid)),
 					 errhint("Remove FOR UPDATE or FOR SHARE.")));
-		(void) redirect_rte(rte);
+		(void) redirect_rte(rte, q, rti);
 	}
 	return query_tree_walker(q, redirect_walker, context, 0);
 }
@@ -675,7 +681,7 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(relid)),
 				 errhint("Remove FOR UPDATE or FOR SHARE.")));
-	if (!redirect_rte(rte))
+	if (!redirect_rte(rte, NULL, 0))
 		return;
 	rel->rtekind = RTE_SUBQUERY;
 	rel->indexlist = NIL;
@@ -748,6 +754,9 @@ MvMayReadView(Oid viewid)
  * committed for the second).  Snapshots that see the same transactions
  * get the same answer, which is then still right.
  */
+/* Filtered deltas kept per decision (the last ones computed) */
+#define FILTERED_DELTAS 4
+
 typedef struct FreshMemo
 {
 	Oid			viewid;
@@ -763,8 +772,16 @@ typedef struct FreshMemo
 	TransactionId *xids;		/* xip then subxip, in TopMemoryContext */
 	MvReadBranch branch;
 	bool		delta_changes;	/* a hybrid read's delta has updates or deletes */
+	Snapshot	delta_snapshot; /* ... the one to compute it in (keep_snapshot) */
 	MemoryContext delta_cxt;	/* a hybrid read's delta computed ahead, or NULL */
 	MvDeltaRows *delta;
+	/* deltas of the groups that key conditions keep (mv_keyfilter.c) */
+	MemoryContext filtered_cxt[FILTERED_DELTAS];
+	char	   *filtered_ident[FILTERED_DELTAS];
+	MvDeltaRows *filtered[FILTERED_DELTAS];
+	int			filtered_next;
+	int64		shown_delta_rows;	/* the last delta's rows, for EXPLAIN, or -1 */
+	int64		shown_replaced_rows;
 	int			pins;			/* read nodes running on this decision */
 } FreshMemo;
 
@@ -826,13 +843,46 @@ fresh_wait_timeout(void)
 }
 
 /*
+ * A copy of snap in cxt, registered nowhere: a hybrid
+ * decision's latest snapshot, in which its delta is computed later, also
+ * once the statement runs in parallel mode (which may take no new
+ * snapshot).  Being older than the decision, the statement's own
+ * snapshot, which stays registered while the statement runs, holds the
+ * backend's xmin at or below this one's: the change-log rows it sees
+ * cannot be pruned meanwhile.  Computing the delta in it is what the
+ * decision checked: capture had caught up and retention had not begun
+ * past the checkpoint in it.  (copied stays false: SPI's use pushes a
+ * copy of its own.)
+ */
+static Snapshot
+keep_snapshot(Snapshot snap, MemoryContext cxt)
+{
+	Size		size = sizeof(SnapshotData) + sizeof(TransactionId) * (snap->xcnt + Max(snap->subxcnt, 0));
+	Snapshot	copy = MemoryContextAlloc(cxt, size);
+
+	memcpy(copy, snap, sizeof(SnapshotData));
+	copy->xip = (TransactionId *) (copy + 1);
+	if (snap->xcnt > 0)
+		memcpy(copy->xip, snap->xip, sizeof(TransactionId) * snap->xcnt);
+	copy->subxip = copy->xip + snap->xcnt;
+	/* (an overflowed snapshot's subxip is not read: CopySnapshot's rule) */
+	if (snap->subxcnt > 0 && snap->subxip != NULL &&
+		(!snap->suboverflowed || snap->takenDuringRecovery))
+		memcpy(copy->subxip, snap->subxip, sizeof(TransactionId) * snap->subxcnt);
+	copy->copied = false;
+	copy->regd_count = 0;
+	copy->active_count = 0;
+	return copy;
+}
+
+/*
  * Decide the read branch for the active snapshot (uncached). Every read
  * of a view pays this once per statement, so it runs no SQL (catalog and
  * change log through their indexes) unless SERIALIZABLE asks for the
  * change log's writers.
  */
 static MvReadBranch
-compute_branch(Oid viewid, bool *changes)
+compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot)
 {
 	Snapshot	active = GetActiveSnapshot();
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
@@ -893,6 +943,9 @@ compute_branch(Oid viewid, bool *changes)
 		delta = MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
 							   cat->checkpoint_snapshot, latest, true,
 							   MvHybridMaxDeltaRows(cat->sourceid));
+	/* a hybrid read computes its delta in this same one (see keep_snapshot) */
+	if (delta != MV_DELTA_NONE && delta != MV_DELTA_OTHER && delta_snapshot)
+		*delta_snapshot = keep_snapshot(latest, CurrentMemoryContext);
 	UnregisterSnapshot(latest);
 	if (delta == MV_DELTA_OTHER)
 		return MV_READ_LIVE;
@@ -958,6 +1011,30 @@ memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
 		 memcmp(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId)) == 0);
 }
 
+/* Free the deltas an entry keeps */
+static void
+memo_forget_deltas(FreshMemo *m)
+{
+	if (m->delta_cxt)
+		MemoryContextDelete(m->delta_cxt);
+	m->delta_cxt = NULL;
+	m->delta = NULL;
+	if (m->delta_snapshot)
+		pfree(m->delta_snapshot);
+	m->delta_snapshot = NULL;
+	for (int i = 0; i < FILTERED_DELTAS; i++)
+	{
+		if (m->filtered_cxt[i])
+			MemoryContextDelete(m->filtered_cxt[i]);
+		m->filtered_cxt[i] = NULL;
+		m->filtered_ident[i] = NULL;
+		m->filtered[i] = NULL;
+	}
+	m->filtered_next = 0;
+	m->shown_delta_rows = -1;
+	m->shown_replaced_rows = 0;
+}
+
 /* Which branch answers a read of the view for the active snapshot? */
 MvReadBranch
 MvGetReadBranch(Oid viewid)
@@ -968,6 +1045,7 @@ MvGetReadBranch(Oid viewid)
 	int32		subxcnt;
 	MvReadBranch branch;
 	bool		changes = false;
+	Snapshot	delta_snapshot = NULL;
 
 	if (snap == NULL)
 		return MV_READ_LIVE;
@@ -976,14 +1054,13 @@ MvGetReadBranch(Oid viewid)
 		if (memo_matches(&fresh_memo[i], viewid, snap))
 			return fresh_memo[i].branch;
 	}
-	branch = compute_branch(viewid, &changes);
+	branch = compute_branch(viewid, &changes, &delta_snapshot);
 
 	m = memo_reuse();
 	m->viewid = InvalidOid;
-	if (m->delta_cxt)
-		MemoryContextDelete(m->delta_cxt);
-	m->delta_cxt = NULL;
-	m->delta = NULL;
+	memo_forget_deltas(m);
+	if (branch == MV_READ_HYBRID && delta_snapshot)
+		m->delta_snapshot = keep_snapshot(delta_snapshot, TopMemoryContext);
 	if (m->xids)
 		pfree(m->xids);
 	m->xids = NULL;
@@ -1044,71 +1121,113 @@ MvUnpinReadBranches(void)
 		FreshMemo  *m = &fresh_memo[i];
 
 		m->pins = 0;
-		if (m->delta_cxt)
-			MemoryContextDelete(m->delta_cxt);
-		m->delta_cxt = NULL;
-		m->delta = NULL;
+		memo_forget_deltas(m);
 	}
 }
 
-/*
- * A hybrid read's delta rows computed ahead for viewid and snap (by the
- * executor-start hook, before a parallel statement enters parallel mode),
- * or NULL.
- */
-MvDeltaRows *
-MvMemoDeltaRows(Oid viewid, Snapshot snap)
+/* The delta rows of an entry computed in a context of their own (*cxt) */
+static MvDeltaRows *
+compute_delta_in(FreshMemo *m, MvDeltaFilter *filter, MemoryContext *cxt)
 {
-	for (int i = 0; i < fresh_memo_size; i++)
-		if (memo_matches(&fresh_memo[i], viewid, snap))
-			return fresh_memo[i].delta;
-	return NULL;
+	MvDeltaRows *rows;
+	MemoryContext old;
+
+	*cxt = AllocSetContextCreate(TopMemoryContext, "mvinc hybrid delta", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(*cxt);
+	PG_TRY();
+	{
+		rows = MvComputeDeltaRows(m->viewid, m->delta_changes, filter, m->delta_snapshot);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(*cxt);
+		*cxt = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	return rows;
+}
+
+/* Note rows as the entry's delta that EXPLAIN ANALYZE shows */
+static MvDeltaRows *
+shown(FreshMemo *m, MvDeltaRows *rows)
+{
+	m->shown_delta_rows = rows && !rows->projection ? list_length(rows->tuples) : -1;
+	m->shown_replaced_rows = rows ? list_length(rows->replaced) : 0;
+	return rows;
 }
 
 /*
  * The delta rows of the hybrid read of viewid under snap, computed once
  * and kept with the decision (both arms of the read's merge use them),
  * or computed and not kept when the decision is no longer memoized.
+ * With a filter, those of the groups that pass it: the whole delta when
+ * it is already there (it holds them), else kept apart with the filter's
+ * conditions and values, the last few of them.
  */
 MvDeltaRows *
-MvHybridDeltaRows(Oid viewid, Snapshot snap)
+MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
+{
+	for (int i = 0; i < fresh_memo_size; i++)
+	{
+		FreshMemo  *m = &fresh_memo[i];
+		int			slot;
+
+		if (!memo_matches(m, viewid, snap))
+			continue;
+		if (m->delta != NULL || filter == NULL)
+		{
+			if (m->delta == NULL)
+				m->delta = compute_delta_in(m, NULL, &m->delta_cxt);
+			return shown(m, m->delta);
+		}
+		for (int j = 0; j < FILTERED_DELTAS; j++)
+			if (m->filtered_ident[j] && strcmp(m->filtered_ident[j], filter->ident) == 0)
+				return shown(m, m->filtered[j]);
+		slot = m->filtered_next;
+		m->filtered_next = (slot + 1) % FILTERED_DELTAS;
+		if (m->filtered_cxt[slot])
+			MemoryContextDelete(m->filtered_cxt[slot]);
+		m->filtered_cxt[slot] = NULL;
+		m->filtered_ident[slot] = NULL;
+		m->filtered[slot] = compute_delta_in(m, filter, &m->filtered_cxt[slot]);
+		m->filtered_ident[slot] = MemoryContextStrdup(m->filtered_cxt[slot], filter->ident);
+		return shown(m, m->filtered[slot]);
+	}
+	/* not memoized (a direct call): whether the delta has updates, ask anew */
+	{
+		bool		changes = false;
+		Snapshot	delta_snapshot = NULL;
+
+		if (IsInParallelMode())
+			elog(ERROR, "the delta of materialized view %u was not decided before parallel mode",
+				 viewid);
+		(void) compute_branch(viewid, &changes, &delta_snapshot);
+		return MvComputeDeltaRows(viewid, changes, filter, delta_snapshot);
+	}
+}
+
+/*
+ * The row counts of the delta last used by the hybrid read of viewid under
+ * snap (EXPLAIN ANALYZE); false when none was computed.
+ */
+bool
+MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows)
 {
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
 		FreshMemo  *m = &fresh_memo[i];
 
-		if (memo_matches(m, viewid, snap))
+		if (memo_matches(m, viewid, snap) && (m->delta || m->filtered[0]))
 		{
-			if (m->delta == NULL)
-			{
-				MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "mvinc hybrid delta",
-														  ALLOCSET_DEFAULT_SIZES);
-				MemoryContext old = MemoryContextSwitchTo(cxt);
-
-				PG_TRY();
-				{
-					m->delta = MvComputeDeltaRows(viewid, m->delta_changes);
-				}
-				PG_CATCH();
-				{
-					MemoryContextSwitchTo(old);
-					MemoryContextDelete(cxt);
-					PG_RE_THROW();
-				}
-				PG_END_TRY();
-				MemoryContextSwitchTo(old);
-				m->delta_cxt = cxt;
-			}
-			return m->delta;
+			*delta_rows = m->shown_delta_rows;
+			*replaced_rows = m->shown_replaced_rows;
+			return true;
 		}
 	}
-	/* not memoized (a direct call): whether the delta has updates, ask anew */
-	{
-		bool		changes = false;
-
-		(void) compute_branch(viewid, &changes);
-		return MvComputeDeltaRows(viewid, changes);
-	}
+	return false;
 }
 
 /*
@@ -1150,12 +1269,8 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 				PushActiveSnapshot(queryDesc->snapshot);
 				pushed = true;
 			}
-			/*
-			 * The hybrid read's delta reads the change log with the latest
-			 * snapshot, which a parallel query cannot take: compute it now.
-			 */
-			if (MvGetReadBranch(rte->relid) == MV_READ_HYBRID)
-				(void) MvHybridDeltaRows(rte->relid, GetActiveSnapshot());
+			/* (a hybrid decision keeps the snapshot its delta is read in) */
+			(void) MvGetReadBranch(rte->relid);
 		}
 		if (pushed)
 			PopActiveSnapshot();

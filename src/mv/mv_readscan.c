@@ -430,13 +430,6 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 	MvPinReadBranch(rs->viewid, GetActiveSnapshot(), true);
 	rs->pinned = true;
 	rs->snapshot = estate->es_snapshot;
-	if (branch == MV_READ_HYBRID)
-	{
-		MvDeltaRows *delta = MvHybridDeltaRows(rs->viewid, GetActiveSnapshot());
-
-		rs->delta_rows = delta && !delta->projection ? list_length(delta->tuples) : -1;
-		rs->replaced_rows = delta ? list_length(delta->replaced) : 0;
-	}
 	PopActiveSnapshot();
 
 	which = arm_for(rs, branch);
@@ -509,6 +502,10 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Expected Path", arm_names[rs->expected], es);
 	if (rs->taken >= 0)
 		ExplainPropertyText("Path", arm_names[rs->taken], es);
+	/* the arm's delta functions computed (or found) it as they ran */
+	if (rs->taken == MV_READ_HYBRID && rs->pinned &&
+		!MvMemoDeltaCounts(rs->viewid, rs->snapshot, &rs->delta_rows, &rs->replaced_rows))
+		rs->delta_rows = -1;
 	if (rs->delta_rows >= 0)
 		ExplainPropertyInteger("Delta State Rows", NULL, rs->delta_rows, es);
 	if (rs->replaced_rows > 0)
