@@ -28,6 +28,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/xid8.h"
 
 #include "mv/mv.h"
 
@@ -87,6 +88,10 @@ typedef struct DeltaScan
 	Datum		snew;
 	Datum		sold;
 	ScanKeyData keys[2];
+	/* the last transaction judged (a transaction's rows are adjacent) */
+	FullTransactionId last_xid;
+	bool		last_new;		/* new_snap sees it */
+	bool		last_old;		/* old_snap sees it */
 } DeltaScan;
 
 static void
@@ -114,6 +119,7 @@ delta_scan_begin(DeltaScan *ds, Oid changelog, XLogRecPtr from, XLogRecPtr to,
 	ds->scan = index_beginscan(ds->rel, ds->irel, snapshot, nkeys, 0);
 	index_rescan(ds->scan, ds->keys, nkeys, NULL, 0);
 	ds->slot = table_slot_create(ds->rel, NULL);
+	ds->last_xid = InvalidFullTransactionId;
 }
 
 /*
@@ -130,7 +136,14 @@ delta_scan_next(DeltaScan *ds, XLogRecPtr *invisible_lsn)
 		Datum		xid = slot_getattr(ds->slot, ds->xidatt, &isnull);
 
 		CHECK_FOR_INTERRUPTS();
-		if (!DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->snew)))
+		if (!FullTransactionIdEquals(DatumGetFullTransactionId(xid), ds->last_xid))
+		{
+			ds->last_xid = DatumGetFullTransactionId(xid);
+			ds->last_new = DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->snew));
+			ds->last_old = ds->last_new &&
+				DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->sold));
+		}
+		if (!ds->last_new)
 		{
 			XLogRecPtr	lsn = DatumGetLSN(slot_getattr(ds->slot, ds->lsnatt, &isnull));
 
@@ -139,7 +152,7 @@ delta_scan_next(DeltaScan *ds, XLogRecPtr *invisible_lsn)
 			continue;
 		}
 		/* consumed by an earlier refresh */
-		if (DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->sold)))
+		if (ds->last_old)
 			continue;
 		return true;
 	}
