@@ -932,6 +932,16 @@ typedef struct SourceEntry
 {
 	Oid			relid;
 	List	   *views;			/* in CacheMemoryContext */
+
+	/*
+	 * Columns of the source that the WHERE of every view that may answer
+	 * reads (pull_varattnos), in CacheMemoryContext: no view answers a
+	 * query whose WHERE does not read them all, which is then known
+	 * without looking at each view (many views filtered on the same
+	 * column, and a query that is not).  NULL when some view's WHERE
+	 * reads no column, or a view's shape was not at hand.
+	 */
+	Bitmapset  *common_where_cols;
 } SourceEntry;
 
 static HTAB *source_cache = NULL;
@@ -952,16 +962,49 @@ source_cache_inval(Datum arg, Oid relid)
 			!list_member_oid(entry->views, relid))
 			continue;
 		list_free(entry->views);
+		bms_free(entry->common_where_cols);
 		hash_search(source_cache, &entry->relid, HASH_REMOVE, NULL);
 	}
 }
 
+/*
+ * The columns every view of views that may answer reads in its WHERE
+ * (SourceEntry), in the current memory context
+ */
+static Bitmapset *
+common_where_cols(List *views)
+{
+	Bitmapset  *common = NULL;
+	bool		first = true;
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		/* (a shape is looked up only now: building one may run invalidations) */
+		ViewShape  *shape = view_shape(lfirst_oid(lc));
+
+		if (shape == NULL)
+			return NULL;
+		if (shape->why)
+			continue;			/* answers nothing: constrains nothing */
+		if (first)
+			common = bms_copy(shape->where_cols);
+		else
+			common = bms_int_members(common, shape->where_cols);
+		first = false;
+		if (common == NULL)
+			return NULL;
+	}
+	return common;
+}
+
 static List *
-views_of_source(Oid relid)
+views_of_source(Oid relid, Bitmapset **common)
 {
 	SourceEntry *entry;
 	bool		hit;
 	List	   *views;
+	Bitmapset  *cols;
 
 	if (source_cache == NULL)
 	{
@@ -974,17 +1017,24 @@ views_of_source(Oid relid)
 	}
 	entry = hash_search(source_cache, &relid, HASH_FIND, &hit);
 	if (hit)
+	{
+		*common = entry->common_where_cols;
 		return entry->views;
+	}
 	views = MvIsSource(relid) ? MvViewsOfSource(relid) : NIL;
+	cols = common_where_cols(views);
 	entry = hash_search(source_cache, &relid, HASH_ENTER, &hit);
 	entry->views = NIL;
+	entry->common_where_cols = NULL;
 	if (views != NIL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(CacheMemoryContext);
 
 		entry->views = list_copy(views);
+		entry->common_where_cols = bms_copy(cols);
 		MemoryContextSwitchTo(old);
 	}
+	*common = entry->common_where_cols;
 	return entry->views;
 }
 
@@ -1034,6 +1084,7 @@ rewrite_level(Query *q)
 	const char *why;
 	Oid			source = qualifying_source(q, &rti, &why);
 	List	   *views;
+	Bitmapset  *common;
 	Match	   *best;
 	Relation	viewrel;
 	ParseState *pstate;
@@ -1042,9 +1093,18 @@ rewrite_level(Query *q)
 
 	if (!OidIsValid(source))
 		return InvalidOid;
-	views = views_of_source(source);
+	views = views_of_source(source, &common);
 	if (views == NIL)
 		return InvalidOid;
+	/* (match_view's own first test, for every view at once) */
+	if (common != NULL)
+	{
+		Bitmapset  *qcols = NULL;
+
+		pull_varattnos(q->jointree->quals, rti, &qcols);
+		if (!bms_is_subset(common, qcols))
+			return InvalidOid;
+	}
 	/* a copy: invalidations may run while matching */
 	best = best_match(q, rti, list_copy(views), NULL);
 	if (best == NULL)

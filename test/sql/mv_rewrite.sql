@@ -299,6 +299,30 @@ EXECUTE q2 \g /dev/null
 RESET ROLE;
 SELECT plan_view('EXECUTE q2');
 
+-- views that all filter on a column no query condition reads are passed
+-- over at once; a view with another WHERE (or none) is still considered,
+-- also right after it is created or dropped (the table's list is rebuilt)
+CREATE TABLE cw (id int PRIMARY KEY, a int, c int, x int);
+INSERT INTO cw SELECT i, i % 5, i % 7, i FROM generate_series(1, 300) i;
+CREATE MATERIALIZED VIEW cw1 WITH (mvinc.incremental = true) AS
+  SELECT a, sum(x) AS sx, count(*) AS n FROM cw WHERE c < 3 GROUP BY a;
+CREATE MATERIALIZED VIEW cw2 WITH (mvinc.incremental = true) AS
+  SELECT a, sum(x) AS sx, count(*) AS n FROM cw WHERE c < 5 AND x > 10 GROUP BY a;
+SELECT rw('SELECT a, sum(x) FROM cw WHERE c < 3 GROUP BY a');
+SELECT rw('SELECT a, sum(x) FROM cw WHERE x > 10 AND c < 5 AND a > 1 GROUP BY a');
+SELECT rw('SELECT a, sum(x) FROM cw WHERE x > 5 GROUP BY a');
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT a, sum(x) FROM cw WHERE x > 5 GROUP BY a');
+CREATE MATERIALIZED VIEW cw3 WITH (mvinc.incremental = true) AS
+  SELECT a, sum(x) AS sx, count(*) AS n FROM cw WHERE x > 5 GROUP BY a;
+SELECT rw('SELECT a, sum(x) FROM cw WHERE x > 5 GROUP BY a');
+DROP MATERIALIZED VIEW cw3;
+SELECT rw('SELECT a, sum(x) FROM cw WHERE x > 5 GROUP BY a');
+SELECT rw('SELECT a, sum(x) FROM cw WHERE a > 2 GROUP BY a');
+CREATE MATERIALIZED VIEW cw4 WITH (mvinc.incremental = true) AS
+  SELECT a, sum(x) AS sx, count(*) AS n FROM cw GROUP BY a;
+SELECT rw('SELECT a, sum(x) FROM cw WHERE a > 2 GROUP BY a');
+DROP TABLE cw CASCADE;
+
 DROP SCHEMA rw CASCADE;
 DROP ROLE rw_src;
 DROP ROLE rw_view;
