@@ -42,6 +42,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
+#include "parser/parsetree.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -234,7 +235,7 @@ note_clause(MvDef *def, int rti, Node *clause, KeyConds *found)
 	found->arrays = lappend(found->arrays, copyObject(array));
 }
 
-/* Note the key conditions among the conjuncts of quals */
+/* Note the key conditions among the conjuncts of quals (an expression or a list) */
 static void
 note_conjuncts(MvDef *def, int rti, Node *quals, KeyConds *found)
 {
@@ -255,22 +256,6 @@ note_conjuncts(MvDef *def, int rti, Node *quals, KeyConds *found)
 		return;
 	}
 	note_clause(def, rti, quals, found);
-}
-
-/* ... and in the ON conditions of the inner joins of a FROM item */
-static void
-note_join_quals(MvDef *def, int rti, Node *item, KeyConds *found)
-{
-	JoinExpr   *j;
-
-	if (item == NULL || !IsA(item, JoinExpr))
-		return;
-	j = (JoinExpr *) item;
-	if (j->jointype != JOIN_INNER)
-		return;
-	note_conjuncts(def, rti, j->quals, found);
-	note_join_quals(def, rti, j->larg, found);
-	note_join_quals(def, rti, j->rarg, found);
 }
 
 /* Oids of the filtered delta functions, and of the unfiltered ones */
@@ -329,13 +314,105 @@ push_walker(Node *node, PushCtx *ctx)
 	return expression_tree_walker(node, push_walker, ctx);
 }
 
+/* The conjuncts of WHERE and of inner joins' ON of query q */
+static List *
+row_conditions(Query *q)
+{
+	List	   *conds = NIL;
+	List	   *items;
+
+	if (q->jointree == NULL)
+		return NIL;
+	conds = make_ands_implicit((Expr *) copyObject(q->jointree->quals));
+	items = list_copy(q->jointree->fromlist);
+	for (int i = 0; i < list_length(items); i++)
+	{
+		JoinExpr   *j = list_nth(items, i);
+
+		if (j == NULL || !IsA(j, JoinExpr) || j->jointype != JOIN_INNER)
+			continue;
+		conds = list_concat(conds, make_ands_implicit((Expr *) copyObject(j->quals)));
+		items = lappend(items, j->larg);
+		items = lappend(items, j->rarg);
+	}
+	return conds;
+}
+
+/*
+ * The key conditions a reader's query level q applies to the rows of its
+ * subquery at range-table index rti (sub: a plain view over an incremental
+ * view, or a subquery in FROM), over sub's own range table: each
+ * "column = value" of q's conditions (and of extra, those q got from
+ * above) whose column sub takes as it is from one of its relations.  They
+ * remove every row of sub in which that column does not pass; unless sub
+ * groups, aggregates, limits or otherwise combines rows, the rows of the
+ * incremental views it reads that do not pass them make only such rows.
+ * (Values are checked by the caller: none with a column moves down.)
+ */
+List *
+MvKeyConditionsForSubquery(Query *q, List *extra, int rti, Query *sub)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	if (sub->commandType != CMD_SELECT || sub->hasAggs || sub->groupClause != NIL ||
+		sub->groupingSets != NIL || sub->havingQual != NULL || sub->hasWindowFuncs ||
+		sub->hasTargetSRFs || sub->distinctClause != NIL || sub->limitCount != NULL ||
+		sub->limitOffset != NULL || sub->setOperations != NULL || sub->hasModifyingCTE ||
+		sub->jointree == NULL)
+		return NIL;
+	foreach(lc, list_concat(row_conditions(q), extra))
+	{
+		Node	   *clause = lfirst(lc);
+		List	   *args;
+		int			side = -1;
+		AttrNumber	attno;
+		TargetEntry *tle;
+		Node	   *inner;
+
+		if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
+			args = ((OpExpr *) clause)->args;
+		else if (IsA(clause, ScalarArrayOpExpr))
+			args = ((ScalarArrayOpExpr *) clause)->args;
+		else
+			continue;
+		if ((attno = view_column(linitial(args), rti)) > 0)
+			side = 0;
+		else if (IsA(clause, OpExpr) && (attno = view_column(lsecond(args), rti)) > 0)
+			side = 1;
+		else
+			continue;
+		tle = get_tle_by_resno(sub->targetList, attno);
+		if (tle == NULL || tle->resjunk || !IsA(tle->expr, Var) ||
+			((Var *) tle->expr)->varlevelsup != 0)
+			continue;
+		/* the same condition on sub's column (its type is the column's) */
+		clause = copyObject(clause);
+		args = IsA(clause, OpExpr) ? ((OpExpr *) clause)->args : ((ScalarArrayOpExpr *) clause)->args;
+		inner = list_nth(args, side);
+		if (IsA(inner, RelabelType))
+		{
+			RelabelType *r = (RelabelType *) inner;
+
+			while (IsA(r->arg, RelabelType))
+				r = (RelabelType *) r->arg;
+			r->arg = (Expr *) copyObject(tle->expr);
+		}
+		else
+			list_nth_cell(args, side)->ptr_value = copyObject(tle->expr);
+		out = lappend(out, clause);
+	}
+	return out;
+}
+
 /*
  * The view viewid (definition def) read at range-table index rti of query
  * outer is about to be replaced by its read query readq: give readq's
- * delta functions the key conditions outer applies to it, if any.
+ * delta functions the key conditions outer applies to it (its own, and
+ * extra, those an enclosing query applies to outer's rows), if any.
  */
 void
-MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq)
+MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra)
 {
 	KeyConds	found = {NIL, NIL, NIL};
 	PushCtx		ctx;
@@ -346,9 +423,8 @@ MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq)
 
 	if (def->kind != MV_KIND_AGGREGATE || !def->has_group_by || outer->jointree == NULL)
 		return;
-	note_conjuncts(def, rti, outer->jointree->quals, &found);
-	foreach(lc, outer->jointree->fromlist)
-		note_join_quals(def, rti, lfirst(lc), &found);
+	foreach(lc, list_concat(row_conditions(outer), list_copy(extra)))
+		note_conjuncts(def, rti, lfirst(lc), &found);
 	if (found.keys == NIL)
 		return;
 	delta_funcs(&ctx.states1, &ctx.replaced1, &ctx.states4, &ctx.replaced4);

@@ -519,10 +519,11 @@ history_read_query(Oid viewid, RangeTblEntry *orig)
  * Turn the range-table entry of an incremental or history view into its
  * read subquery; false when it stays as it is.  When the entry is number
  * rti of query outer, the key conditions outer applies to it go into the
- * read's delta (mv_keyfilter.c).
+ * read's delta (mv_keyfilter.c), with those (extra) that enclosing queries
+ * apply to outer's rows.
  */
 static bool
-redirect_rte(RangeTblEntry *rte, Query *outer, int rti)
+redirect_rte(RangeTblEntry *rte, Query *outer, int rti, List *extra)
 {
 	Oid			viewid = rte->relid;
 	bool		history = MvIsHistoryView(viewid);
@@ -533,7 +534,7 @@ redirect_rte(RangeTblEntry *rte, Query *outer, int rti)
 		return false;
 	def = history ? NULL : MvDefForView(viewid);
 	if (def && outer)
-		MvPushKeyConditions(outer, rti, def, sub);
+		MvPushKeyConditions(outer, rti, def, sub, extra);
 
 	rte->rtekind = RTE_SUBQUERY;
 	rte->subquery = sub;
@@ -559,17 +560,22 @@ redirect_rte(RangeTblEntry *rte, Query *outer, int rti)
 	return true;
 }
 
-/* Replace the incremental views read by one query level; recurse */
+/*
+ * Replace the incremental views read by one query level; recurse.  A
+ * query level in FROM gets (context) the key conditions its enclosing
+ * level applies to its rows.
+ */
 static bool
 redirect_walker(Node *node, void *context)
 {
 	Query	   *q;
 	ListCell   *lc;
+	List	   *extra = (List *) context;
 
 	if (node == NULL)
 		return false;
 	if (!IsA(node, Query))
-		return expression_tree_walker(node, redirect_walker, context);
+		return expression_tree_walker(node, redirect_walker, NULL);
 	q = (Query *) node;
 	refuse_write(q);
 	foreach(lc, q->rtable)
@@ -577,6 +583,13 @@ redirect_walker(Node *node, void *context)
 		RangeTblEntry *rte = lfirst(lc);
 		int			rti = foreach_current_index(lc) + 1;
 
+		/* a subquery in FROM (a plain view, say), with what this level keeps of it */
+		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
+		{
+			(void) redirect_walker((Node *) rte->subquery,
+								   MvKeyConditionsForSubquery(q, extra, rti, rte->subquery));
+			continue;
+		}
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
 			!rte->inFromCl || rti == q->resultRelation)
 			continue;
@@ -587,9 +600,9 @@ redirect_walker(Node *node, void *context)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(rte->relid)),
 					 errhint("Remove FOR UPDATE or FOR SHARE.")));
-		(void) redirect_rte(rte, q, rti);
+		(void) redirect_rte(rte, q, rti, extra);
 	}
-	return query_tree_walker(q, redirect_walker, context, 0);
+	return query_tree_walker(q, redirect_walker, NULL, QTW_IGNORE_RT_SUBQUERIES);
 }
 
 /* Does the query read a materialized view or write into schema mvinc? */
@@ -681,7 +694,7 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(relid)),
 				 errhint("Remove FOR UPDATE or FOR SHARE.")));
-	if (!redirect_rte(rte, NULL, 0))
+	if (!redirect_rte(rte, NULL, 0, NIL))
 		return;
 	rel->rtekind = RTE_SUBQUERY;
 	rel->indexlist = NIL;

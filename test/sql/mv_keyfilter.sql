@@ -141,8 +141,35 @@ SELECT kf_delta('SELECT region, city, count(*) FROM kf WHERE paid AND region = 8
 SELECT region, city, count(*) FROM kf WHERE paid AND region = 8 GROUP BY region, city ORDER BY city;
 RESET mvinc.enable_rewrite;
 SELECT region, city, count(*) FROM kf WHERE paid AND region = 8 GROUP BY region, city ORDER BY city;
--- a condition on a subquery over the view is not seen by the redirect
+-- through plain views and subqueries in FROM that pass the key column on
+-- as it is (not through ones that group, aggregate or limit rows)
+CREATE TABLE kf_regions (region int PRIMARY KEY, label text);
+INSERT INTO kf_regions SELECT r, 'region ' || r FROM generate_series(0, 9) r;
+CREATE VIEW kf_pv AS SELECT region, city, n, total, lo FROM kf_v WHERE n > 0;
+CREATE VIEW kf_ppv AS SELECT p.region AS reg, p.city, p.n, r.label
+  FROM kf_pv p LEFT JOIN kf_regions r ON r.region = p.region;
+CREATE VIEW kf_top AS SELECT * FROM kf_v ORDER BY n DESC LIMIT 3;
+CREATE VIEW kf_sum AS SELECT region, sum(n) AS n FROM kf_v GROUP BY region;
 SELECT kf_delta('SELECT * FROM (SELECT * FROM kf_v) s WHERE region = 8');
+SELECT kf_delta('SELECT * FROM kf_pv WHERE region = 8');
+SELECT kf_delta('SELECT * FROM kf_ppv WHERE reg IN (7, 8)');
+SELECT kf_delta('SELECT * FROM kf_ppv WHERE label = ''region 8''');
+SELECT kf_delta('SELECT * FROM kf_top WHERE region = 8');
+SELECT kf_delta('SELECT * FROM kf_sum WHERE region = 8');
+SELECT count(*) AS differing
+  FROM ((SELECT * FROM kf_ppv WHERE reg IN (7, 8)
+         EXCEPT ALL
+         SELECT g.region, g.city, g.n, r.label
+           FROM (SELECT region, city, count(*) AS n FROM kf WHERE paid GROUP BY 1, 2) g
+           LEFT JOIN kf_regions r ON r.region = g.region WHERE g.region IN (7, 8))
+        UNION ALL
+        (SELECT g.region, g.city, g.n, r.label
+           FROM (SELECT region, city, count(*) AS n FROM kf WHERE paid GROUP BY 1, 2) g
+           LEFT JOIN kf_regions r ON r.region = g.region WHERE g.region IN (7, 8)
+         EXCEPT ALL
+         SELECT * FROM kf_ppv WHERE reg IN (7, 8))) d;
+SELECT * FROM kf_sum WHERE region = 8;
+SELECT region, count(*) FROM kf WHERE paid AND region = 8 GROUP BY region;
 
 -- a statement that runs in parallel mode computes the delta all the same
 SET parallel_setup_cost = 0;
@@ -165,6 +192,8 @@ SELECT * FROM mvinc._delta_states('kf_v'::regclass, '{1}', ARRAY['=(integer,inte
 SELECT * FROM mvinc._delta_states('kf_v'::regclass, '{1,2}', ARRAY['=(integer,integer)'::regoperator::oid], ARRAY[7])
   AS d(k1 int, k2 text, s1 bytea, s2 bytea, s3 bytea, s4 bytea, _mvinc_count bigint);
 
+DROP VIEW kf_ppv, kf_pv, kf_top, kf_sum;
+DROP TABLE kf_regions;
 DROP MATERIALIZED VIEW kf_v;
 DROP MATERIALIZED VIEW kf_big;
 DROP TABLE kf;
