@@ -182,6 +182,39 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 
+-- keys of other kinds: an expression, an enum, a domain, a nondeterministic
+-- collation (equal keys that differ in case are one group)
+CREATE TYPE kf_tier AS ENUM ('low', 'mid', 'high');
+CREATE DOMAIN kf_code AS int CHECK (VALUE >= 0);
+CREATE COLLATION kf_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE kt (id int PRIMARY KEY, name text COLLATE kf_ci, tier kf_tier, code kf_code, x int);
+INSERT INTO kt SELECT i, (ARRAY['Ann', 'bob', 'Cy'])[i % 3 + 1], (ARRAY['low', 'mid', 'high'])[i % 3 + 1]::kf_tier,
+                      i % 4, i FROM generate_series(1, 90) i;
+CREATE MATERIALIZED VIEW kt_v WITH (mvinc.incremental = true) AS
+  SELECT lower(name) AS lname, tier, code, count(*) AS n, sum(x) AS sx FROM kt GROUP BY lower(name), tier, code;
+CREATE MATERIALIZED VIEW kt_ci WITH (mvinc.incremental = true) AS
+  SELECT name, count(*) AS n, max(x) AS hi FROM kt GROUP BY name;
+INSERT INTO kt SELECT i, (ARRAY['ANN', 'Bob', 'cy', 'Dee'])[i % 4 + 1], (ARRAY['low', 'mid', 'high'])[i % 3 + 1]::kf_tier,
+                      i % 5, i FROM generate_series(91, 150) i;
+UPDATE kt SET name = 'BOB', tier = 'high' WHERE id IN (1, 2, 3);
+DELETE FROM kt WHERE id IN (4, 5);
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT kf_delta('SELECT * FROM kt_v'), kf_delta('SELECT * FROM kt_ci');
+SELECT kf_delta('SELECT * FROM kt_v WHERE lname = ''ann''');
+SELECT kf_delta('SELECT * FROM kt_v WHERE tier = ''mid'' AND code = 2');
+SELECT kf_delta('SELECT * FROM kt_ci WHERE name = ''ann''');
+SELECT c, kf_diff('kt_v', c)
+  FROM unnest(ARRAY['lname = ''ann''', 'tier = ''mid'' AND code = 2', 'tier IN (''low'', ''high'')',
+                    'code = 4', 'code = 4::kf_code']) c;
+SELECT c, kf_diff('kt_ci', c)
+  FROM unnest(ARRAY['name = ''ann''', 'name = ''BOB''', 'name IN (''cy'', ''dee'')',
+                    'name = ''ann'' COLLATE "C"']) c;
+SELECT lower(name::text) AS name, n, hi FROM kt_ci WHERE name IN ('ANN', 'bob', 'CY', 'dee') ORDER BY 1;
+DROP TABLE kt CASCADE;
+DROP TYPE kf_tier;
+DROP DOMAIN kf_code;
+DROP COLLATION kf_ci;
+
 -- the delta functions check what they are given (PUBLIC may call them)
 SELECT * FROM mvinc._delta_states('kf_v'::regclass, '{1}', ARRAY['<(integer,integer)'::regoperator::oid], ARRAY[7])
   AS d(k1 int, k2 text, s1 bytea, s2 bytea, s3 bytea, s4 bytea, _mvinc_count bigint);
