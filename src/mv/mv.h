@@ -400,8 +400,8 @@ extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int6
 /* mv_keyfilter.c */
 extern void MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra);
 extern List *MvKeyConditionsForSubquery(Query *q, List *extra, int rti, Query *sub);
-extern MvDeltaFilter *MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, MvDef *def,
-											const char *viewname);
+extern MvDeltaFilter *MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, const char *viewname);
+extern void MvDeltaFilterCheck(MvDef *def, MvDeltaFilter *f, const char *viewname);
 extern char *MvDeltaFilterSql(MvDef *def, MvDeltaFilter *f, const char *alias, int firstparam);
 extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
 extern char *MvViewQuerySql(Oid viewid);

@@ -375,8 +375,8 @@ MvComputeDeltaRows(Oid viewid, bool changes, MvDeltaFilter *filter, Snapshot lat
 	if (changes)
 		MvCheckOwnerCanRead(viewid);
 	query_snap = MvSnapshotText(GetActiveSnapshot(), false);
-	if (filter && def->kind == MV_KIND_PROJECTION)
-		elog(ERROR, "the delta of projection view %u takes no key conditions", viewid);
+	if (filter)
+		MvDeltaFilterCheck(def, filter, get_rel_name(viewid));
 	/* (the key conditions first: they are cheaper than the visibility tests) */
 	cond = psprintf("%s AND s._mvinc_lsn > '%X/%X' "
 					"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
@@ -493,7 +493,7 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	if (PG_NARGS() > 1)
-		filter = MvDeltaFilterFromArgs(fcinfo, MvDefForView(viewid), get_rel_name(viewid));
+		filter = MvDeltaFilterFromArgs(fcinfo, get_rel_name(viewid));
 	rows = MvHybridDeltaRows(viewid, GetActiveSnapshot(), filter);
 	put_rows(rows, replaced ? rows->replaced : rows->tuples, rsinfo, viewid);
 	MemoryContextSwitchTo(oldcxt);

@@ -451,10 +451,12 @@ MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra
 
 /*
  * The key conditions passed to mvinc._delta_*(view, keys, ops, VARIADIC
- * arrays) of view def, checked; NULL when the call has none.
+ * arrays), not checked yet (MvDeltaFilterCheck, before they are used: a
+ * delta kept with the decision was computed with conditions of the same
+ * ident, which passed); NULL when the call has none.
  */
 MvDeltaFilter *
-MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, MvDef *def, const char *viewname)
+MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, const char *viewname)
 {
 	MvDeltaFilter *f;
 	ArrayType  *keys;
@@ -471,8 +473,7 @@ MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, MvDef *def, const char *viewname)
 	ops = PG_GETARG_ARRAYTYPE_P(2);
 	deconstruct_array(keys, INT2OID, 2, true, TYPALIGN_SHORT, &keyd, NULL, &nkeys);
 	deconstruct_array(ops, OIDOID, sizeof(Oid), true, TYPALIGN_INT, &opd, NULL, &nops);
-	if (ARR_HASNULL(keys) || ARR_HASNULL(ops) || nkeys != nops || nkeys != PG_NARGS() - 3 ||
-		def->kind != MV_KIND_AGGREGATE || !def->has_group_by)
+	if (ARR_HASNULL(keys) || ARR_HASNULL(ops) || nkeys != nops || nkeys != PG_NARGS() - 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid key conditions for the delta of materialized view \"%s\"", viewname),
@@ -488,28 +489,44 @@ MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, MvDef *def, const char *viewname)
 	for (int i = 0; i < nkeys; i++)
 	{
 		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 3 + i);
-		Oid			elemtype = OidIsValid(argtype) ? get_element_type(argtype) : InvalidOid;
-		MvColumn   *key = group_key_by_number(def, DatumGetInt16(keyd[i]));
 		Oid			typoutput;
 		bool		isvarlena;
 
-		if (key == NULL || !OidIsValid(elemtype) ||
-			!key_operator_ok(key, DatumGetObjectId(opd[i]), elemtype))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid key condition for the delta of materialized view \"%s\"", viewname),
-					 errdetail("Only the btree equality of a group key's type, with an array of its values, filters the delta."),
-					 errhint("mvinc._delta_states is called by reads of incremental views; query the view instead.")));
+		if (!OidIsValid(argtype))
+			elog(ERROR, "could not determine the type of a key condition's values");
 		f->keyno[i] = DatumGetInt16(keyd[i]);
 		f->opno[i] = DatumGetObjectId(opd[i]);
 		f->arraytype[i] = argtype;
 		f->values[i] = PG_GETARG_DATUM(3 + i);
 		getTypeOutputInfo(argtype, &typoutput, &isvarlena);
-		appendStringInfo(&ident, "%d %u %s;", f->keyno[i], f->opno[i],
+		appendStringInfo(&ident, "%d %u %u %s;", f->keyno[i], f->opno[i], argtype,
 						 OidOutputFunctionCall(typoutput, f->values[i]));
 	}
 	f->ident = ident.data;
 	return f;
+}
+
+/* Refuse key conditions that are not a group key's btree equality with an array */
+void
+MvDeltaFilterCheck(MvDef *def, MvDeltaFilter *f, const char *viewname)
+{
+	if (def->kind != MV_KIND_AGGREGATE || !def->has_group_by)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid key conditions for the delta of materialized view \"%s\"", viewname),
+				 errhint("mvinc._delta_states is called by reads of incremental views; query the view instead.")));
+	for (int i = 0; i < f->nconds; i++)
+	{
+		MvColumn   *key = group_key_by_number(def, f->keyno[i]);
+		Oid			elemtype = get_element_type(f->arraytype[i]);
+
+		if (key == NULL || !OidIsValid(elemtype) || !key_operator_ok(key, f->opno[i], elemtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid key condition for the delta of materialized view \"%s\"", viewname),
+					 errdetail("Only the btree equality of a group key's type, with an array of its values, filters the delta."),
+					 errhint("mvinc._delta_states is called by reads of incremental views; query the view instead.")));
+	}
 }
 
 /*
