@@ -41,6 +41,8 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/clauses.h"
+#include "parser/parse_coerce.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "utils/array.h"
@@ -101,7 +103,10 @@ group_key_by_number(MvDef *def, int keyno)
  * delta by group key key?  The btree equality of the key type's default
  * operator family (the key's identity: what GROUP BY and the storage's
  * unique index use), with a leakproof function (it runs on change-log rows
- * the view's WHERE may hide) that is strict (NULL matches nothing).
+ * the view's WHERE may hide) that is strict (NULL matches nothing); and a
+ * key expression that runs nothing that may fail or show its input (a
+ * column, or leakproof functions of columns): the condition may be
+ * evaluated before the view's WHERE, on rows it would have dropped.
  */
 static bool
 key_operator_ok(MvColumn *key, Oid opno, Oid righttype)
@@ -114,13 +119,15 @@ key_operator_ok(MvColumn *key, Oid opno, Oid righttype)
 	int			strategy;
 	RegProcedure opcode;
 
-	if (!OidIsValid(opclass))
+	if (!OidIsValid(opclass) || contain_leaked_vars((Node *) key->expr))
 		return false;
 	opfamily = get_opclass_family(opclass);
 	if (!op_in_opfamily(opno, opfamily))
 		return false;
 	get_op_opfamily_properties(opno, opfamily, false, &strategy, &lefttype, &rtype);
-	if (strategy != BTEqualStrategyNumber || lefttype != keytype || rtype != righttype)
+	/* (a varchar key compares as text) */
+	if (strategy != BTEqualStrategyNumber || rtype != righttype ||
+		(lefttype != keytype && !IsBinaryCoercible(keytype, lefttype)))
 		return false;
 	opcode = get_opcode(opno);
 	return OidIsValid(opcode) && get_func_leakproof(opcode) && func_strict(opcode);
@@ -275,12 +282,23 @@ delta_funcs(Oid *states1, Oid *replaced1, Oid *states4, Oid *replaced4)
 
 typedef struct PushCtx
 {
+	Oid			viewid;
 	Oid			states1,
 				replaced1,
 				states4,
 				replaced4;
 	List	   *extra_args;		/* keys, ops, then the arrays */
 } PushCtx;
+
+/* Is arg the constant oid viewid (the parser leaves it a relabeled integer)? */
+static bool
+is_view_oid(Node *arg, Oid viewid)
+{
+	while (arg && IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	return arg && IsA(arg, Const) && !((Const *) arg)->constisnull &&
+		DatumGetObjectId(((Const *) arg)->constvalue) == viewid;
+}
 
 /* Give every call of the delta functions in the read query the conditions */
 static bool
@@ -303,7 +321,8 @@ push_walker(Node *node, PushCtx *ctx)
 			FuncExpr   *f = (FuncExpr *) rtf->funcexpr;
 
 			if (f == NULL || !IsA(f, FuncExpr) || list_length(f->args) != 1 ||
-				(f->funcid != ctx->states1 && f->funcid != ctx->replaced1))
+				(f->funcid != ctx->states1 && f->funcid != ctx->replaced1) ||
+				!is_view_oid(linitial(f->args), ctx->viewid))
 				continue;
 			f->funcid = f->funcid == ctx->states1 ? ctx->states4 : ctx->replaced4;
 			f->args = list_concat(f->args, copyObject(ctx->extra_args));
@@ -321,7 +340,10 @@ row_conditions(Query *q)
 	List	   *conds = NIL;
 	List	   *items;
 
-	if (q->jointree == NULL)
+	/* (MERGE's jointree quals are its ON, which removes no source row) */
+	if (q->jointree == NULL ||
+		(q->commandType != CMD_SELECT && q->commandType != CMD_UPDATE &&
+		 q->commandType != CMD_DELETE))
 		return NIL;
 	conds = make_ands_implicit((Expr *) copyObject(q->jointree->quals));
 	items = list_copy(q->jointree->fromlist);
@@ -428,6 +450,7 @@ MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra
 	if (found.keys == NIL)
 		return;
 	delta_funcs(&ctx.states1, &ctx.replaced1, &ctx.states4, &ctx.replaced4);
+	ctx.viewid = rt_fetch(rti, outer->rtable)->relid;
 	if (!OidIsValid(ctx.states4) || !OidIsValid(ctx.replaced4))
 		return;					/* the extension's SQL is older than the library */
 
@@ -489,18 +512,29 @@ MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, const char *viewname)
 	for (int i = 0; i < nkeys; i++)
 	{
 		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 3 + i);
-		Oid			typoutput;
-		bool		isvarlena;
+		struct varlena *bytes;
 
-		if (!OidIsValid(argtype))
-			elog(ERROR, "could not determine the type of a key condition's values");
+		if (!OidIsValid(argtype) || !OidIsValid(get_element_type(argtype)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid key condition for the delta of materialized view \"%s\"", viewname),
+					 errdetail("Only the btree equality of a group key's type, with an array of its values, filters the delta."),
+					 errhint("mvinc._delta_states is called by reads of incremental views; query the view instead.")));
 		f->keyno[i] = DatumGetInt16(keyd[i]);
 		f->opno[i] = DatumGetObjectId(opd[i]);
 		f->arraytype[i] = argtype;
-		f->values[i] = PG_GETARG_DATUM(3 + i);
-		getTypeOutputInfo(argtype, &typoutput, &isvarlena);
-		appendStringInfo(&ident, "%d %u %u %s;", f->keyno[i], f->opno[i], argtype,
-						 OidOutputFunctionCall(typoutput, f->values[i]));
+		f->values[i] = PointerGetDatum(PG_GETARG_ARRAYTYPE_P(3 + i));
+
+		/*
+		 * The values' bytes, not their text: two values can print alike
+		 * (extra_float_digits, DateStyle) and differ.  Equal values with
+		 * other bytes (0.1 and 0.10) only get deltas of their own.
+		 */
+		bytes = (struct varlena *) DatumGetPointer(f->values[i]);
+		appendStringInfo(&ident, "%d %u %u ", f->keyno[i], f->opno[i], argtype);
+		for (Size b = 0; b < VARSIZE(bytes) - VARHDRSZ; b++)
+			appendStringInfo(&ident, "%02x", (unsigned char) VARDATA(bytes)[b]);
+		appendStringInfoChar(&ident, ';');
 	}
 	f->ident = ident.data;
 	return f;

@@ -793,7 +793,8 @@ typedef struct FreshMemo
 	char	   *filtered_ident[FILTERED_DELTAS];
 	MvDeltaRows *filtered[FILTERED_DELTAS];
 	int			filtered_next;
-	int64		shown_delta_rows;	/* the last delta's rows, for EXPLAIN, or -1 */
+	bool		shown;			/* a delta was used (EXPLAIN's counts below) */
+	int64		shown_delta_rows;	/* the last delta's rows, or -1 */
 	int64		shown_replaced_rows;
 	int			pins;			/* read nodes running on this decision */
 } FreshMemo;
@@ -1044,6 +1045,7 @@ memo_forget_deltas(FreshMemo *m)
 		m->filtered[i] = NULL;
 	}
 	m->filtered_next = 0;
+	m->shown = false;
 	m->shown_delta_rows = -1;
 	m->shown_replaced_rows = 0;
 }
@@ -1167,6 +1169,7 @@ compute_delta_in(FreshMemo *m, MvDeltaFilter *filter, MemoryContext *cxt)
 static MvDeltaRows *
 shown(FreshMemo *m, MvDeltaRows *rows)
 {
+	m->shown = true;
 	m->shown_delta_rows = rows && !rows->projection ? list_length(rows->tuples) : -1;
 	m->shown_replaced_rows = rows ? list_length(rows->replaced) : 0;
 	return rows;
@@ -1233,7 +1236,7 @@ MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_
 	{
 		FreshMemo  *m = &fresh_memo[i];
 
-		if (memo_matches(m, viewid, snap) && (m->delta || m->filtered[0]))
+		if (memo_matches(m, viewid, snap) && m->shown)
 		{
 			*delta_rows = m->shown_delta_rows;
 			*replaced_rows = m->shown_replaced_rows;
