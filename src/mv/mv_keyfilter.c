@@ -35,13 +35,13 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
-#include "optimizer/clauses.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
@@ -99,6 +99,56 @@ group_key_by_number(MvDef *def, int keyno)
 }
 
 /*
+ * Can a group key expression run on any row without failing or showing its
+ * input?  Columns, constants, relabelings and collations, boolean tests
+ * and leakproof functions and operators of them; nothing else (casts
+ * through text, CASE, domain checks, array constructors and subscripts:
+ * PostgreSQL's own contain_leaked_vars lets multidimensional ARRAY[] by,
+ * which fails on arrays of unlike sizes).
+ */
+static bool leaky_key_walker(Node *node, void *context);
+
+static bool
+harmless_key(Node *node, void *context)
+{
+	if (node == NULL)
+		return true;
+	switch (nodeTag(node))
+	{
+		case T_Var:
+		case T_Const:
+			return true;
+		case T_RelabelType:
+		case T_CollateExpr:
+		case T_NullTest:
+		case T_BooleanTest:
+		case T_BoolExpr:
+			break;
+		case T_FuncExpr:
+			if (!get_func_leakproof(((FuncExpr *) node)->funcid))
+				return false;
+			break;
+		case T_OpExpr:
+			set_opfuncid((OpExpr *) node);
+			if (!get_func_leakproof(((OpExpr *) node)->opfuncid))
+				return false;
+			break;
+		case T_List:
+			break;
+		default:
+			return false;
+	}
+	return !expression_tree_walker(node, leaky_key_walker, context);
+}
+
+/* expression_tree_walker's callback: true on a part that is not harmless */
+static bool
+leaky_key_walker(Node *node, void *context)
+{
+	return !harmless_key(node, context);
+}
+
+/*
  * May operator opno, with a right operand of type righttype, filter the
  * delta by group key key?  The btree equality of the key type's default
  * operator family (the key's identity: what GROUP BY and the storage's
@@ -119,7 +169,7 @@ key_operator_ok(MvColumn *key, Oid opno, Oid righttype)
 	int			strategy;
 	RegProcedure opcode;
 
-	if (!OidIsValid(opclass) || contain_leaked_vars((Node *) key->expr))
+	if (!OidIsValid(opclass) || !harmless_key((Node *) key->expr, NULL))
 		return false;
 	opfamily = get_opclass_family(opclass);
 	if (!op_in_opfamily(opno, opfamily))
@@ -130,7 +180,9 @@ key_operator_ok(MvColumn *key, Oid opno, Oid righttype)
 		(lefttype != keytype && !IsBinaryCoercible(keytype, lefttype)))
 		return false;
 	opcode = get_opcode(opno);
-	return OidIsValid(opcode) && get_func_leakproof(opcode) && func_strict(opcode);
+	/* (immutable: kept deltas are told apart by the values' bytes alone) */
+	return OidIsValid(opcode) && get_func_leakproof(opcode) && func_strict(opcode) &&
+		func_volatile(opcode) == PROVOLATILE_IMMUTABLE;
 }
 
 /* Is expr a value the statement computes once, with nothing of any row? */
@@ -583,12 +635,14 @@ MvDeltaFilterSql(MvDef *def, MvDeltaFilter *f, const char *alias, int firstparam
 		if (!HeapTupleIsValid(tup))
 			elog(ERROR, "cache lookup failed for operator %u", f->opno[i]);
 		op = (Form_pg_operator) GETSTRUCT(tup);
-		appendStringInfo(&sql, " AND ((%s)%s%s) OPERATOR(%s.%s) ANY ($%d)",
+		/* both sides of the operator's own types: no other operator can match */
+		appendStringInfo(&sql, " AND ((%s)::%s%s%s) OPERATOR(%s.%s) ANY ($%d::%s)",
 						 MvExprSql(def->sourceid, (Node *) key->expr, alias),
+						 MvTypeSql(op->oprleft, -1),
 						 OidIsValid(key->collation) ? " COLLATE " : "",
 						 OidIsValid(key->collation) ? MvCollationSql(key->collation) : "",
 						 quote_identifier(get_namespace_name(op->oprnamespace)),
-						 NameStr(op->oprname), firstparam + i);
+						 NameStr(op->oprname), firstparam + i, MvTypeSql(f->arraytype[i], -1));
 		ReleaseSysCache(tup);
 	}
 	return sql.data;

@@ -235,15 +235,22 @@ CREATE MATERIALIZED VIEW kf_vc WITH (mvinc.incremental = true) AS
   SELECT tag, count(*) AS n FROM kf_vch GROUP BY tag;
 INSERT INTO kf_vch VALUES (3, 'a'), (4, 'b'), (5, 'c');
 INSERT INTO kf_sec (payload, d) VALUES ('3', 2), ('secret: 1234-5678', 0);
+CREATE TABLE kf_arr (id int PRIMARY KEY, a int[], b int[]);
+INSERT INTO kf_arr VALUES (1, '{1}', '{1}');
+CREATE MATERIALIZED VIEW kf_arrv WITH (mvinc.incremental = true) AS
+  SELECT (ARRAY[a, b])[1][1] AS k, count(*) AS n FROM kf_arr
+  WHERE cardinality(a) = cardinality(b) GROUP BY 1;
+INSERT INTO kf_arr VALUES (2, '{2}', '{2}'), (3, '{3}', '{3,4}');
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT * FROM kf_secv WHERE k = 3;
 SELECT * FROM kf_divv WHERE k = 50;
+SELECT * FROM kf_arrv WHERE k = 2;
 SELECT kf_delta('SELECT * FROM kf_secv WHERE k = 3'), kf_delta('SELECT * FROM kf_divv WHERE k = 50');
 -- a varchar key compares as text: pushed
 SELECT kf_delta('SELECT * FROM kf_vc');
 SELECT kf_delta('SELECT * FROM kf_vc WHERE tag = ''b''');
 SELECT * FROM kf_vc WHERE tag = 'b';
-DROP TABLE kf_sec, kf_vch CASCADE;
+DROP TABLE kf_sec, kf_vch, kf_arr CASCADE;
 
 -- keys of other kinds: an enum, a domain, a nondeterministic collation
 -- (equal keys that differ in case are one group), and lower(name) (not
