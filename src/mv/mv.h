@@ -398,8 +398,9 @@ extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *
 extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows);
 
 /* mv_keyfilter.c */
-extern void MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra);
-extern List *MvKeyConditionsForSubquery(Query *q, List *extra, int rti, Query *sub);
+extern List *MvLevelConditions(Query *q, List *extra);
+extern void MvPushKeyConditions(List *conds, int rti, Oid viewid, MvDef *def, Query *readq);
+extern List *MvKeyConditionsForSubquery(List *conds, int rti, Query *sub);
 extern MvDeltaFilter *MvDeltaFilterFromArgs(FunctionCallInfo fcinfo, const char *viewname);
 extern void MvDeltaFilterCheck(MvDef *def, MvDeltaFilter *f, const char *viewname);
 extern char *MvDeltaFilterSql(MvDef *def, MvDeltaFilter *f, const char *alias, int firstparam);

@@ -217,6 +217,22 @@ replacing_sql(MvDef *def, const char *base)
 	return sql.data;
 }
 
+/*
+ * Run the SELECT sql, its parameters the filter's arrays (if any), under
+ * snapshot.  Inside an SPI connection; the rows are in SPI_tuptable.
+ */
+static void
+run_delta_sql(const char *sql, MvDeltaFilter *filter, Snapshot snapshot)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, filter ? filter->nconds : 0,
+								   filter ? filter->arraytype : NULL);
+
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, filter ? filter->values : NULL, NULL, snapshot,
+							 InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the delta of a materialized view");
+}
+
 /* The tuple descriptor of desc without its first column */
 static TupleDesc
 without_first_column(TupleDesc desc)
@@ -238,8 +254,6 @@ static bool
 compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, MvDeltaFilter *filter,
 				  Snapshot latest, MvDeltaRows *rows, MemoryContext outer)
 {
-	SPIPlanPtr	plan = SPI_prepare(fetch, filter ? filter->nconds : 0,
-								   filter ? filter->arraytype : NULL);
 	Tuplestorestate *store;
 	EphemeralNamedRelation enr;
 	char	   *base;
@@ -247,10 +261,7 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, MvDeltaFilter *
 	Datum	   *values;
 	bool	   *nulls;
 
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, filter ? filter->values : NULL, NULL, latest, InvalidSnapshot,
-							 true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the delta of materialized view %u", cat->viewid);
+	run_delta_sql(fetch, filter, latest);
 	/* every change outside the view's WHERE: nothing to replace */
 	if (SPI_processed == 0)
 		return false;
@@ -285,11 +296,7 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, MvDeltaFilter *
 											 MvKeyEqSql(def, "d", true, "t")),
 									false));
 	}
-	plan = SPI_prepare(replacing_sql(def, base), 0, NULL);
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, NULL, NULL, GetActiveSnapshot(), InvalidSnapshot,
-							 true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not compute the delta of materialized view %u", cat->viewid);
+	run_delta_sql(replacing_sql(def, base), NULL, GetActiveSnapshot());
 
 	desc = SPI_tuptable->tupdesc;
 	values = palloc(sizeof(Datum) * desc->natts);
@@ -324,15 +331,10 @@ static List *
 fetch_rows(const char *sql, MvDeltaFilter *filter, Snapshot snapshot, MvDeltaRows *rows,
 		   MemoryContext outer)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, filter ? filter->nconds : 0,
-								   filter ? filter->arraytype : NULL);
 	MemoryContext spicxt;
 	List	   *tuples = NIL;
 
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, filter ? filter->values : NULL, NULL, snapshot, InvalidSnapshot,
-							 true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not compute the delta of a materialized view");
+	run_delta_sql(sql, filter, snapshot);
 	spicxt = MemoryContextSwitchTo(outer);
 	rows->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
 	for (uint64 i = 0; i < SPI_processed; i++)

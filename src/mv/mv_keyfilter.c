@@ -385,19 +385,24 @@ push_walker(Node *node, PushCtx *ctx)
 	return expression_tree_walker(node, push_walker, ctx);
 }
 
-/* The conjuncts of WHERE and of inner joins' ON of query q */
-static List *
-row_conditions(Query *q)
+/*
+ * The conditions that remove rows of query level q: the conjuncts of its
+ * WHERE and of its inner joins' ON, then extra (those an enclosing level
+ * applies to q's rows).  A new list of the query's own nodes, which the
+ * callers copy before they change anything.
+ */
+List *
+MvLevelConditions(Query *q, List *extra)
 {
-	List	   *conds = NIL;
+	List	   *conds = list_copy(extra);
 	List	   *items;
 
 	/* (MERGE's jointree quals are its ON, which removes no source row) */
 	if (q->jointree == NULL ||
 		(q->commandType != CMD_SELECT && q->commandType != CMD_UPDATE &&
 		 q->commandType != CMD_DELETE))
-		return NIL;
-	conds = make_ands_implicit((Expr *) copyObject(q->jointree->quals));
+		return conds;
+	conds = list_concat(conds, make_ands_implicit((Expr *) q->jointree->quals));
 	items = list_copy(q->jointree->fromlist);
 	for (int i = 0; i < list_length(items); i++)
 	{
@@ -405,7 +410,7 @@ row_conditions(Query *q)
 
 		if (j == NULL || !IsA(j, JoinExpr) || j->jointype != JOIN_INNER)
 			continue;
-		conds = list_concat(conds, make_ands_implicit((Expr *) copyObject(j->quals)));
+		conds = list_concat(conds, make_ands_implicit((Expr *) j->quals));
 		items = lappend(items, j->larg);
 		items = lappend(items, j->rarg);
 	}
@@ -413,18 +418,18 @@ row_conditions(Query *q)
 }
 
 /*
- * The key conditions a reader's query level q applies to the rows of its
+ * The key conditions a reader's query level applies to the rows of its
  * subquery at range-table index rti (sub: a plain view over an incremental
  * view, or a subquery in FROM), over sub's own range table: each
- * "column = value" of q's conditions (and of extra, those q got from
- * above) whose column sub takes as it is from one of its relations.  They
+ * "column = value" of the level's conditions (conds, MvLevelConditions)
+ * whose column sub takes as it is from one of its relations.  They
  * remove every row of sub in which that column does not pass; unless sub
  * groups, aggregates, limits or otherwise combines rows, the rows of the
  * incremental views it reads that do not pass them make only such rows.
  * (Values are checked by the caller: none with a column moves down.)
  */
 List *
-MvKeyConditionsForSubquery(Query *q, List *extra, int rti, Query *sub)
+MvKeyConditionsForSubquery(List *conds, int rti, Query *sub)
 {
 	List	   *out = NIL;
 	ListCell   *lc;
@@ -435,7 +440,7 @@ MvKeyConditionsForSubquery(Query *q, List *extra, int rti, Query *sub)
 		sub->limitOffset != NULL || sub->setOperations != NULL || sub->hasModifyingCTE ||
 		sub->jointree == NULL)
 		return NIL;
-	foreach(lc, list_concat(row_conditions(q), extra))
+	foreach(lc, conds)
 	{
 		Node	   *clause = lfirst(lc);
 		List	   *args;
@@ -480,13 +485,13 @@ MvKeyConditionsForSubquery(Query *q, List *extra, int rti, Query *sub)
 }
 
 /*
- * The view viewid (definition def) read at range-table index rti of query
- * outer is about to be replaced by its read query readq: give readq's
- * delta functions the key conditions outer applies to it (its own, and
- * extra, those an enclosing query applies to outer's rows), if any.
+ * The view viewid (definition def), read at range-table index rti of a
+ * query level whose conditions are conds (MvLevelConditions), is about to
+ * be replaced by its read query readq: give readq's delta functions the
+ * key conditions among them, if any.
  */
 void
-MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra)
+MvPushKeyConditions(List *conds, int rti, Oid viewid, MvDef *def, Query *readq)
 {
 	KeyConds	found = {NIL, NIL, NIL};
 	PushCtx		ctx;
@@ -495,14 +500,14 @@ MvPushKeyConditions(Query *outer, int rti, MvDef *def, Query *readq, List *extra
 	ListCell   *lc;
 	int			n;
 
-	if (def->kind != MV_KIND_AGGREGATE || !def->has_group_by || outer->jointree == NULL)
+	if (def->kind != MV_KIND_AGGREGATE || !def->has_group_by)
 		return;
-	foreach(lc, list_concat(row_conditions(outer), list_copy(extra)))
+	foreach(lc, conds)
 		note_conjuncts(def, rti, lfirst(lc), &found);
 	if (found.keys == NIL)
 		return;
 	delta_funcs(&ctx.states1, &ctx.replaced1, &ctx.states4, &ctx.replaced4);
-	ctx.viewid = rt_fetch(rti, outer->rtable)->relid;
+	ctx.viewid = viewid;
 	if (!OidIsValid(ctx.states4) || !OidIsValid(ctx.replaced4))
 		return;					/* the extension's SQL is older than the library */
 

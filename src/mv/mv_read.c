@@ -518,12 +518,11 @@ history_read_query(Oid viewid, RangeTblEntry *orig)
 /*
  * Turn the range-table entry of an incremental or history view into its
  * read subquery; false when it stays as it is.  When the entry is number
- * rti of query outer, the key conditions outer applies to it go into the
- * read's delta (mv_keyfilter.c), with those (extra) that enclosing queries
- * apply to outer's rows.
+ * rti of a query level whose conditions are conds (MvLevelConditions), the
+ * key conditions among them go into the read's delta (mv_keyfilter.c).
  */
 static bool
-redirect_rte(RangeTblEntry *rte, Query *outer, int rti, List *extra)
+redirect_rte(RangeTblEntry *rte, List *conds, int rti)
 {
 	Oid			viewid = rte->relid;
 	bool		history = MvIsHistoryView(viewid);
@@ -533,8 +532,8 @@ redirect_rte(RangeTblEntry *rte, Query *outer, int rti, List *extra)
 	if (sub == NULL)
 		return false;
 	def = history ? NULL : MvDefForView(viewid);
-	if (def && outer)
-		MvPushKeyConditions(outer, rti, def, sub, extra);
+	if (def && conds != NIL)
+		MvPushKeyConditions(conds, rti, viewid, def, sub);
 
 	rte->rtekind = RTE_SUBQUERY;
 	rte->subquery = sub;
@@ -571,6 +570,8 @@ redirect_walker(Node *node, void *context)
 	Query	   *q;
 	ListCell   *lc;
 	List	   *extra = (List *) context;
+	List	   *conds = NIL;
+	bool		have_conds = false;
 
 	if (node == NULL)
 		return false;
@@ -583,11 +584,17 @@ redirect_walker(Node *node, void *context)
 		RangeTblEntry *rte = lfirst(lc);
 		int			rti = foreach_current_index(lc) + 1;
 
+		/* (the level's conditions, once, where a view or subquery may take some) */
+		if (!have_conds && (rte->rtekind == RTE_SUBQUERY || rte->rtekind == RTE_RELATION))
+		{
+			conds = MvLevelConditions(q, extra);
+			have_conds = true;
+		}
 		/* a subquery in FROM (a plain view, say), with what this level keeps of it */
 		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL)
 		{
 			(void) redirect_walker((Node *) rte->subquery,
-								   MvKeyConditionsForSubquery(q, extra, rti, rte->subquery));
+								   MvKeyConditionsForSubquery(conds, rti, rte->subquery));
 			continue;
 		}
 		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
@@ -600,7 +607,7 @@ redirect_walker(Node *node, void *context)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(rte->relid)),
 					 errhint("Remove FOR UPDATE or FOR SHARE.")));
-		(void) redirect_rte(rte, q, rti, extra);
+		(void) redirect_rte(rte, conds, rti);
 	}
 	return query_tree_walker(q, redirect_walker, NULL, QTW_IGNORE_RT_SUBQUERIES);
 }
@@ -694,7 +701,7 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(relid)),
 				 errhint("Remove FOR UPDATE or FOR SHARE.")));
-	if (!redirect_rte(rte, NULL, 0, NIL))
+	if (!redirect_rte(rte, NIL, 0))
 		return;
 	rel->rtekind = RTE_SUBQUERY;
 	rel->indexlist = NIL;
