@@ -61,3 +61,16 @@ CREATE FUNCTION mvinc._delta_replaced(view oid, keys int2[], ops oid[], VARIADIC
     RETURNS SETOF record
     LANGUAGE c STRICT STABLE PARALLEL RESTRICTED ROWS 10
     AS 'MODULE_PATHNAME', 'mvinc_delta_replaced';
+
+-- The result over three states combined (NULL is the empty state):
+-- agg_final(agg_combine(agg_combine(a, b), c)) in one call, without
+-- serializing the combined state; reads merge stored rows with it.  The
+-- optional last argument is agg_combine's sample.
+CREATE FUNCTION mvinc.agg_combine_final(aggfn regprocedure, a bytea, b bytea, c bytea,
+                                        result anyelement)
+    RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_combine_final';
+CREATE FUNCTION mvinc.agg_combine_final(aggfn regprocedure, a bytea, b bytea, c bytea,
+                                        result anyelement, sample "any")
+    RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_combine_final';

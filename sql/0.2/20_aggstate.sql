@@ -101,6 +101,19 @@ CREATE FUNCTION mvinc.agg_final(aggfn regprocedure, state bytea, result anyeleme
     RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_final';
 
+-- The result over three states combined (NULL is the empty state):
+-- agg_final(agg_combine(agg_combine(a, b), c)) in one call, without
+-- serializing the combined state; reads merge stored rows with it.  The
+-- optional last argument is agg_combine's sample.
+CREATE FUNCTION mvinc.agg_combine_final(aggfn regprocedure, a bytea, b bytea, c bytea,
+                                        result anyelement)
+    RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_combine_final';
+CREATE FUNCTION mvinc.agg_combine_final(aggfn regprocedure, a bytea, b bytea, c bytea,
+                                        result anyelement, sample "any")
+    RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'mvinc_agg_combine_final';
+
 -- agg_final for the stored results of incremental views (generated
 -- columns need an immutable expression): an aggregate's final function
 -- gives the same result for the same state, and the aggregate named by an

@@ -3,7 +3,8 @@
  *	  SQL interface of aggregate states: the aggregates mvinc.agg_state,
  *	  mvinc.agg_merge and mvinc.agg_apply (with their own partial
  *	  aggregation support for parallel plans), and the functions
- *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_kind,
+ *	  mvinc.agg_combine, mvinc.agg_final, mvinc.agg_combine_final,
+ *	  mvinc.agg_kind,
  *	  mvinc.agg_kind_detail, mvinc.agg_same_state and
  *	  mvinc.agg_needs_sample.  Thin wrappers over
  *	  aggstate.c.
@@ -31,6 +32,7 @@ PG_FUNCTION_INFO_V1(mvinc_agg_state_serialize);
 PG_FUNCTION_INFO_V1(mvinc_agg_state_deserialize);
 PG_FUNCTION_INFO_V1(mvinc_agg_combine);
 PG_FUNCTION_INFO_V1(mvinc_agg_final);
+PG_FUNCTION_INFO_V1(mvinc_agg_combine_final);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind);
 PG_FUNCTION_INFO_V1(mvinc_agg_kind_detail);
 PG_FUNCTION_INFO_V1(mvinc_agg_same_state);
@@ -483,6 +485,46 @@ mvinc_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(result);
 }
 
+/*
+ * The call site's entry, its result type (of argument argno, a sample
+ * value) checked against the aggregate's on first use.
+ */
+static void
+check_result_type(FunctionCallInfo fcinfo, SiteEntry *e, int argno)
+{
+	Oid			resulttype;
+
+	if (e->resulttype != InvalidOid)
+		return;
+	resulttype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	if (resulttype != e->info->rettype &&
+		!IsPolymorphicType(e->info->rettype))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("aggregate function \"%s\" returns %s, not %s",
+						format_procedure(e->info->aggfnoid),
+						format_type_be(e->info->rettype),
+						format_type_be(resulttype)),
+				 errhint("Pass NULL::%s as the result type argument.",
+						 format_type_be(e->info->rettype))));
+	get_typlenbyval(resulttype, &e->resultLen, &e->resultByVal);
+	e->resulttype = resulttype;
+}
+
+/* The result of v (in the site's scratch context), copied out; resets it */
+static Datum
+finalize_out(SiteCache *site, SiteEntry *e, MvincAggValue *v, bool *isnull)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(site->tmpcxt);
+	Datum		result = MvincAggFinalize(e->info, v, isnull);
+
+	MemoryContextSwitchTo(oldcxt);
+	if (!*isnull)
+		result = datumCopy(result, e->resultByVal, e->resultLen);
+	MemoryContextReset(site->tmpcxt);
+	return result;
+}
+
 /* agg_final(aggfn, state, NULL::resulttype): the aggregate's result */
 Datum
 mvinc_agg_final(PG_FUNCTION_ARGS)
@@ -500,32 +542,61 @@ mvinc_agg_final(PG_FUNCTION_ARGS)
 	how = how_sample(fcinfo, 2, true);
 	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how);
 	site = site_cache(fcinfo);
-	if (e->resulttype == InvalidOid)
-	{
-		Oid			resulttype = get_fn_expr_argtype(fcinfo->flinfo, 2);
-
-		if (resulttype != e->info->rettype &&
-			!IsPolymorphicType(e->info->rettype))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("aggregate function \"%s\" returns %s, not %s",
-							format_procedure(e->info->aggfnoid),
-							format_type_be(e->info->rettype),
-							format_type_be(resulttype)),
-					 errhint("Pass NULL::%s as the result type argument.",
-							 format_type_be(e->info->rettype))));
-		get_typlenbyval(resulttype, &e->resultLen, &e->resultByVal);
-		e->resulttype = resulttype;
-	}
+	check_result_type(fcinfo, e, 2);
 
 	oldcxt = MemoryContextSwitchTo(site->tmpcxt);
 	v.cxt = site->tmpcxt;
 	MvincAggDeserialize(e->info, &v, PG_ARGISNULL(1) ? NULL : PG_GETARG_BYTEA_PP(1));
-	result = MvincAggFinalize(e->info, &v, &isnull);
 	MemoryContextSwitchTo(oldcxt);
-	if (!isnull)
-		result = datumCopy(result, e->resultByVal, e->resultLen);
-	MemoryContextReset(site->tmpcxt);
+	result = finalize_out(site, e, &v, &isnull);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * agg_combine_final(aggfn, a, b, c, NULL::resulttype [, NULL::argtype]):
+ * the aggregate's result over three stored states combined (NULL is the
+ * empty state), what agg_final(agg_combine(agg_combine(a, b), c)) gives,
+ * without serializing the combined states only to read them again.  Reads
+ * of a view merge each stored row's state with what waits for its group.
+ */
+Datum
+mvinc_agg_combine_final(PG_FUNCTION_ARGS)
+{
+	SiteCache  *site;
+	SiteHow		how;
+	SiteEntry  *e;
+	MvincAggValue v;
+	MemoryContext oldcxt;
+	Datum		result;
+	bool		isnull;
+	bool		started = false;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	/* the argument's sample when given (as agg_combine), else the result's */
+	how = PG_NARGS() > 5 ? how_sample(fcinfo, 5, false) : how_sample(fcinfo, 4, true);
+	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how);
+	site = site_cache(fcinfo);
+	check_result_type(fcinfo, e, 4);
+
+	oldcxt = MemoryContextSwitchTo(site->tmpcxt);
+	v.cxt = site->tmpcxt;
+	for (int i = 1; i <= 3; i++)
+	{
+		if (PG_ARGISNULL(i))
+			continue;
+		if (!started)
+			MvincAggDeserialize(e->info, &v, PG_GETARG_BYTEA_PP(i));
+		else
+			MvincAggCombine(e->info, &v, PG_GETARG_BYTEA_PP(i));
+		started = true;
+	}
+	if (!started)
+		MvincAggDeserialize(e->info, &v, NULL);
+	MemoryContextSwitchTo(oldcxt);
+	result = finalize_out(site, e, &v, &isnull);
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);

@@ -191,6 +191,7 @@ extern char *MvStateAggSql(MvColumn *col, const char *alias);
 extern char *MvStateMergeSql(MvColumn *col, const char *left, const char *right);
 extern char *MvStateCombineSql(MvColumn *col, const char *state);
 extern char *MvStateFinalSql(MvColumn *col, const char *state);
+extern char *MvStateCombineFinalSql(MvColumn *col, const char *a, const char *b, const char *c);
 extern char *MvStateStoredFinalSql(MvColumn *col, const char *state);
 extern char *MvStoredFinalName(MvColumn *col);
 extern bool MvStateReadRaw(MvDef *def, MvColumn *col);
@@ -232,6 +233,8 @@ extern bool MvMergeDelta(MvDef *def, Oid storage_oid, const char *select_sql);
 extern double mvinc_compact_fraction;
 extern char *MvAppendMergedSql(MvDef *def, Oid storage_oid, Oid append_oid, bool finals);
 extern char *MvMergedSql(MvDef *def, const char *storage, const char *appended, bool finals);
+extern char *MvHybridMergedSql(MvDef *def, const char *storage, const char *appended,
+							   const char *delta, bool finals);
 extern char *MvStateRowsSql(MvDef *def, bool finals, const char *from);
 extern int64 MvFoldAppend(MvDef *def, MvCatalog *cat);
 extern bool MvAppendStates(MvDef *def, MvCatalog *cat, const char *select_sql,

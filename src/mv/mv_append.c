@@ -95,19 +95,30 @@ append_grouped_sql(MvDef *def, const char *append, const char *where)
 	return sql.data;
 }
 
+/* The pending sides of the merged rows' usual arm: the append table's states */
+static const char *const pending_a[] = {"a"};
+
 /*
- * One arm of the merged rows: from FROM item from, with alias a for the
- * appended states (NULL in a group without any) and, when stored, t for
- * the stored row.  Storage columns in order; with finals the
- * states are replaced by the results f<n> (stored ones where nothing was
- * appended) after them.
+ * One arm of the merged rows: from FROM item from, with aliases pending
+ * (npending of them: the append table's states, and in a hybrid read the
+ * delta's; all NULL in a group without any) merged into t, the stored row;
+ * with no pending alias, the rows of alias a alone.  Storage columns in
+ * order; with finals the states are replaced by the results f<n> (stored
+ * ones where nothing is pending) after them.
  */
 static char *
-merged_arm(MvDef *def, bool finals, bool stored, const char *from)
+merged_arm(MvDef *def, bool finals, const char *const *pending, int npending,
+		   const char *from)
 {
 	StringInfoData sql;
+	StringInfoData none;
 	ListCell   *lc;
 	bool		first = true;
+
+	/* a pending side's count is NULL exactly when it has no rows for the group */
+	initStringInfo(&none);
+	for (int i = 0; i < npending; i++)
+		appendStringInfo(&none, "%s%s._mvinc_count IS NULL", i ? " AND " : "", pending[i]);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -121,7 +132,7 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 			continue;
 		appendStringInfoString(&sql, first ? "" : ", ");
 		first = false;
-		if (!stored)
+		if (npending == 0)
 		{
 			appendStringInfo(&sql, "a.%s", c);
 			continue;
@@ -129,13 +140,17 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 		switch (col->role)
 		{
 			case MV_COL_AGG:
-				/* a._mvinc_count is NULL exactly when the group has no appended rows */
-				state = MvStateMergeSql(col, psprintf("t.%s", c), psprintf("a.%s", c));
-				appendStringInfo(&sql, "CASE WHEN a._mvinc_count IS NULL THEN t.%s ELSE %s END AS %s",
-								 c, state, c);
+				state = psprintf("t.%s", c);
+				for (int i = 0; i < npending; i++)
+					state = MvStateMergeSql(col, state, psprintf("%s.%s", pending[i], c));
+				appendStringInfo(&sql, "CASE WHEN %s THEN t.%s ELSE %s END AS %s",
+								 none.data, c, state, c);
 				break;
 			case MV_COL_COUNT:
-				appendStringInfo(&sql, "t.%s + coalesce(a.%s, 0) AS %s", c, c, c);
+				appendStringInfo(&sql, "t.%s", c);
+				for (int i = 0; i < npending; i++)
+					appendStringInfo(&sql, " + coalesce(%s.%s, 0)", pending[i], c);
+				appendStringInfo(&sql, " AS %s", c);
 				break;
 			default:
 				appendStringInfo(&sql, "t.%s", c);
@@ -149,17 +164,24 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 			MvColumn   *col = lfirst(lc);
 			const char *f;
 			const char *c;
+			const char *states[2] = {"NULL::pg_catalog.bytea", "NULL::pg_catalog.bytea"};
 
 			if (col->role != MV_COL_AGG || col->derived_count)
 				continue;
 			f = quote_identifier(MvStoredFinalName(col));
 			c = quote_identifier(col->physname);
-			if (!stored)
+			if (npending == 0)
+			{
 				appendStringInfo(&sql, ", %s AS %s", MvStateFinalSql(col, psprintf("a.%s", c)), f);
-			else
-				appendStringInfo(&sql, ", CASE WHEN a._mvinc_count IS NULL THEN t.%s ELSE %s END AS %s",
-								 f, MvStateFinalSql(col, MvStateMergeSql(col, psprintf("t.%s", c),
-																		 psprintf("a.%s", c))), f);
+				continue;
+			}
+			Assert(npending <= 2);
+			for (int i = 0; i < npending; i++)
+				states[i] = psprintf("%s.%s", pending[i], c);
+			/* the result of the three states at once: no combined state serialized */
+			appendStringInfo(&sql, ", CASE WHEN %s THEN t.%s ELSE %s END AS %s", none.data, f,
+							 MvStateCombineFinalSql(col, psprintf("t.%s", c), states[0], states[1]),
+							 f);
 		}
 	}
 	appendStringInfo(&sql, " FROM %s", from);
@@ -173,7 +195,7 @@ merged_arm(MvDef *def, bool finals, bool stored, const char *from)
 char *
 MvStateRowsSql(MvDef *def, bool finals, const char *from)
 {
-	return merged_arm(def, finals, false, from);
+	return merged_arm(def, finals, NULL, 0, from);
 }
 
 /*
@@ -205,7 +227,7 @@ MvMergedSql(MvDef *def, const char *storage, const char *appended, bool finals)
 
 	/* without GROUP BY the storage holds the one row: merge into it */
 	if (!def->has_group_by)
-		return merged_arm(def, finals, true,
+		return merged_arm(def, finals, pending_a, 1,
 						  psprintf("%s t LEFT JOIN (%s) a ON true", storage, grouped));
 	match = MvKeyEqSql(def, "t", false, "a");
 	/* only the rows of groups the storage lacks are grouped there */
@@ -213,9 +235,46 @@ MvMergedSql(MvDef *def, const char *storage, const char *appended, bool finals)
 								   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)",
 											storage, match));
 	return psprintf("%s UNION ALL %s",
-					merged_arm(def, finals, true,
+					merged_arm(def, finals, pending_a, 1,
 							   psprintf("%s t LEFT JOIN (%s) a ON %s", storage, grouped, match)),
-					merged_arm(def, finals, false, psprintf("(%s) a", unmatched)));
+					merged_arm(def, finals, NULL, 0, psprintf("(%s) a", unmatched)));
+}
+
+/*
+ * The rows of a hybrid read of a view with GROUP BY: as MvMergedSql, the
+ * reader's delta (SELECT delta: state rows, one per group) kept apart
+ * from the append table's (SELECT appended, NULL without an append
+ * table).  A stored group joins the append table's states, regrouped, and
+ * the delta's row, and takes its results from the three states at once;
+ * only the groups the storage lacks regroup both.  (Regrouping every delta
+ * row with the appended ones, for each of the two arms, cost more than
+ * the merge itself when a 1 % append had touched every group.)
+ */
+char *
+MvHybridMergedSql(MvDef *def, const char *storage, const char *appended, const char *delta,
+				  bool finals)
+{
+	static const char *const pending_ad[] = {"a", "d"};
+	static const char *const pending_d[] = {"d"};
+	char	   *from;
+	char	   *unmatched;
+
+	Assert(def->has_group_by);
+	if (appended)
+		from = psprintf("%s t LEFT JOIN (%s) a ON %s LEFT JOIN (%s) d ON %s", storage,
+						append_grouped_sql(def, psprintf("(%s)", appended), NULL),
+						MvKeyEqSql(def, "t", false, "a"), delta, MvKeyEqSql(def, "t", false, "d"));
+	else
+		from = psprintf("%s t LEFT JOIN (%s) d ON %s", storage, delta,
+						MvKeyEqSql(def, "t", false, "d"));
+	unmatched = append_grouped_sql(def,
+								   appended ? psprintf("(%s UNION ALL %s)", appended, delta)
+								   : psprintf("(%s)", delta),
+								   psprintf("NOT EXISTS (SELECT FROM %s t WHERE %s)", storage,
+											MvKeyEqSql(def, "t", false, "a")));
+	return psprintf("%s UNION ALL %s",
+					merged_arm(def, finals, appended ? pending_ad : pending_d, appended ? 2 : 1, from),
+					merged_arm(def, finals, NULL, 0, psprintf("(%s) a", unmatched)));
 }
 
 /*

@@ -269,14 +269,21 @@ hybrid_rows_sql(Oid viewid, MvDef *def, MvCatalog *cat, bool finals)
 	kept = psprintf("NOT EXISTS (SELECT FROM %s%s%s)", replaced,
 					def->has_group_by ? " WHERE " : "",
 					def->has_group_by ? MvKeyEqSql(def, "t", false, "r") : "");
-	/* a view without GROUP BY has no append table */
-	states = OidIsValid(cat->append_oid) ?
-		psprintf("(SELECT * FROM mvinc.%s t WHERE %s UNION ALL %s)",
-				 quote_identifier(get_rel_name(cat->append_oid)), kept, inserts) :
-		psprintf("(%s)", inserts);
-	return psprintf("%s UNION ALL %s",
-					MvMergedSql(def, psprintf("(SELECT * FROM %s t WHERE %s)", storage, kept),
-								states, finals),
+	storage = psprintf("(SELECT * FROM %s t WHERE %s)", storage, kept);
+	if (def->has_group_by)
+		states = MvHybridMergedSql(def, storage,
+								   OidIsValid(cat->append_oid) ?
+								   psprintf("SELECT * FROM mvinc.%s t WHERE %s",
+											quote_identifier(get_rel_name(cat->append_oid)), kept)
+								   : NULL,
+								   inserts, finals);
+	else
+	{
+		/* a view without GROUP BY has no append table: its one row merged */
+		Assert(!OidIsValid(cat->append_oid));
+		states = MvMergedSql(def, storage, psprintf("(%s)", inserts), finals);
+	}
+	return psprintf("%s UNION ALL %s", states,
 					MvStateRowsSql(def, finals,
 								   psprintf("(SELECT * FROM %s%s) a", replaced,
 											def->has_group_by ? " WHERE r._mvinc_count > 0" : "")));

@@ -15,6 +15,8 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
@@ -137,6 +139,34 @@ MvStateFinalSql(MvColumn *col, const char *state)
 {
 	return psprintf("mvinc.agg_final(%s, %s, %s)", agg_literal(col), state,
 					typed_null(col->typid, col->typmod, col->collation));
+}
+
+/*
+ * Is mvinc.agg_combine_final installed?  Not while the extension's objects
+ * are those of a version before it (the library is already the new one
+ * until ALTER EXTENSION mvinc UPDATE).
+ */
+static bool
+have_combine_final(void)
+{
+	Oid			args[5] = {REGPROCEDUREOID, BYTEAOID, BYTEAOID, BYTEAOID, ANYELEMENTOID};
+
+	return OidIsValid(LookupFuncName(list_make2(makeString("mvinc"),
+												makeString("agg_combine_final")),
+									 5, args, true));
+}
+
+/*
+ * Expression of col's result over three states combined (NULL is the
+ * empty state): agg_final of agg_combine's, in one call when it can
+ */
+char *
+MvStateCombineFinalSql(MvColumn *col, const char *a, const char *b, const char *c)
+{
+	if (!have_combine_final())
+		return MvStateFinalSql(col, MvStateMergeSql(col, MvStateMergeSql(col, a, b), c));
+	return psprintf("mvinc.agg_combine_final(%s, %s, %s, %s, %s%s)", agg_literal(col), a, b, c,
+					typed_null(col->typid, col->typmod, col->collation), merge_sample(col));
 }
 
 /* The stored result's expression (a generated column) over state column state */

@@ -91,6 +91,54 @@ SELECT f, mvinc.agg_needs_sample(f)
 -- without a sample the state type is unknown
 SELECT mvinc.agg_merge('max(anyenum)', sm) FROM pms;
 
+-- agg_combine_final: the result over three states at once is agg_final of
+-- agg_combine's, for every triple of groups' states and the empty state
+CREATE TABLE gs AS
+SELECT g, mvinc.agg_state('sum(integer)', x) si, mvinc.agg_state('avg(numeric)', y) an,
+       mvinc.agg_state('max(text)', s) mt, mvinc.agg_state('count()') c,
+       mvinc.agg_state('avg(double precision)', z) af
+  FROM t GROUP BY g
+UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL;
+SELECT count(*) AS triples,
+       count(*) FILTER (WHERE
+         mvinc.agg_combine_final('sum(integer)', a.si, b.si, c.si, NULL::bigint) IS NOT DISTINCT FROM
+           mvinc.agg_final('sum(integer)', mvinc.agg_combine('sum(integer)',
+             mvinc.agg_combine('sum(integer)', a.si, b.si), c.si), NULL::bigint)
+         AND mvinc.agg_combine_final('avg(numeric)', a.an, b.an, c.an, NULL::numeric) IS NOT DISTINCT FROM
+           mvinc.agg_final('avg(numeric)', mvinc.agg_combine('avg(numeric)',
+             mvinc.agg_combine('avg(numeric)', a.an, b.an), c.an), NULL::numeric)
+         AND mvinc.agg_combine_final('sum(numeric)', a.an, b.an, c.an, NULL::numeric) IS NOT DISTINCT FROM
+           mvinc.agg_final('sum(numeric)', mvinc.agg_combine('sum(numeric)',
+             mvinc.agg_combine('sum(numeric)', a.an, b.an), c.an), NULL::numeric)
+         AND mvinc.agg_combine_final('max(text)', a.mt, b.mt, c.mt, NULL::text, NULL::text) IS NOT DISTINCT FROM
+           mvinc.agg_final('max(text)', mvinc.agg_combine('max(text)',
+             mvinc.agg_combine('max(text)', a.mt, b.mt, NULL::text), c.mt, NULL::text), NULL::text)
+         AND mvinc.agg_combine_final('count()', a.c, b.c, c.c, NULL::bigint) =
+           mvinc.agg_final('count()', mvinc.agg_combine('count()',
+             mvinc.agg_combine('count()', a.c, b.c), c.c), NULL::bigint)
+         AND mvinc.agg_combine_final('avg(double precision)', a.af, b.af, c.af, NULL::float8) IS NOT DISTINCT FROM
+           mvinc.agg_final('avg(double precision)', mvinc.agg_combine('avg(double precision)',
+             mvinc.agg_combine('avg(double precision)', a.af, b.af), c.af), NULL::float8)) AS equal
+  FROM gs a, gs b, gs c;
+-- all three states of the whole table: the plain aggregates' results
+SELECT mvinc.agg_combine_final('sum(integer)', a.si, b.si, c.si, NULL::bigint) AS sum,
+       mvinc.agg_combine_final('avg(numeric)', a.an, b.an, c.an, NULL::numeric) AS avg,
+       mvinc.agg_combine_final('count()', a.c, b.c, c.c, NULL::bigint) AS count_star,
+       (SELECT ROW(sum(x), avg(y), count(*)) FROM t) AS plain
+  FROM gs a, gs b, gs c WHERE a.g = 0 AND b.g = 1 AND c.g = 2;
+-- the empty state three times: the aggregate over no rows
+SELECT mvinc.agg_combine_final('count()', NULL, NULL, NULL, NULL::bigint),
+       mvinc.agg_combine_final('sum(integer)', NULL, NULL, NULL, NULL::bigint);
+-- the sample gives the collation and a polymorphic state's type
+SELECT mvinc.agg_combine_final('max(text)', a.st, b.st, NULL, NULL::text, NULL::text COLLATE "C") AS c,
+       mvinc.agg_combine_final('max(text)', a.st, NULL, b.st, NULL::text, NULL::text COLLATE "und-x-icu") AS icu
+  FROM cs a, cs b WHERE a.k = 1 AND b.k = 2;
+SELECT mvinc.agg_combine_final('max(anyenum)', a.sm, NULL, b.sm, NULL::mood, NULL::mood),
+       mvinc.agg_combine_final('max(anyarray)', a.sa, b.sa, NULL, NULL::int[], NULL::int[])
+  FROM pms a, pms b WHERE a.k = 1 AND b.k = 2;
+-- the result type must be the aggregate's
+SELECT mvinc.agg_combine_final('sum(integer)', NULL, NULL, NULL, NULL::int);
+
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA aggstate_basic CASCADE;

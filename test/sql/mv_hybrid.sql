@@ -336,6 +336,45 @@ SELECT mvinc.read_path('hn_count'), mv_diff('hn_count');
 DROP MATERIALIZED VIEW hn_count;
 DROP TABLE hn;
 
+-- every kind of group a hybrid read merges: stored with appended states
+-- and inserts waiting, stored with either, appended with inserts (not
+-- stored), appended alone, inserts alone, stored alone; a NULL key in each
+-- kind; aggregates that share a state (sum, avg of numeric), a collated
+-- max, a polymorphic min, count(*)
+CREATE TYPE hk_level AS ENUM ('low', 'mid', 'high');
+CREATE TABLE hk (id serial PRIMARY KEY, g int, x numeric, t text COLLATE "C", l hk_level);
+INSERT INTO hk (g, x, t, l) SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE i % 6 + 1 END, i / 4.0,
+                                   CASE WHEN i % 2 = 0 THEN 'a' || i ELSE 'B' || i END,
+                                   (ARRAY['low', 'mid', 'high'])[i % 3 + 1]::hk_level
+  FROM generate_series(1, 60) i;
+CREATE MATERIALIZED VIEW hk_groups WITH (mvinc.incremental = true) AS
+  SELECT g, count(*) AS n, sum(x) AS sx, avg(x) AS ax, max(t) AS mt, min(l) AS ml
+  FROM hk GROUP BY g;
+-- appended states for stored groups 1, 2 and the NULL group, new groups 7, 8
+INSERT INTO hk (g, x, t, l) VALUES (1, 100, 'zz', 'high'), (2, 0.5, 'A', 'low'), (NULL, 7, 'b', 'mid'),
+                                   (7, 70, 'c', 'high'), (8, 80, 'D', 'mid');
+SET mvinc.compact_fraction = 1000;
+SELECT mode FROM mvinc.refresh('hk_groups');
+RESET mvinc.compact_fraction;
+SELECT append_rows AS appended FROM mvinc.views WHERE view = 'hk_groups'::regclass;
+-- inserts waiting for group 1 (stored, appended), 3 (stored), 7 (appended),
+-- 9 (new), NULL (stored, appended)
+INSERT INTO hk (g, x, t, l) VALUES (1, 1.25, 'zzz', 'low'), (3, 3, 'C', 'low'), (7, 7.5, 'd', 'low'),
+                                   (9, 9, 'e', NULL), (NULL, 0.125, 'Z', 'high');
+SELECT mvinc.read_path('hk_groups'), mv_diff('hk_groups');
+SELECT * FROM hk_groups ORDER BY g;
+SELECT * FROM hk_groups WHERE g = 7;
+SELECT * FROM hk_groups WHERE g IN (1, 8, 9) ORDER BY g;
+SELECT * FROM hk_groups WHERE g IS NULL;
+-- updates and deletes too: touched groups are replaced, the others merged
+UPDATE hk SET x = x + 1 WHERE g = 7;
+DELETE FROM hk WHERE g = 2 AND x < 1;
+SELECT mvinc.read_path('hk_groups'), mv_diff('hk_groups');
+SELECT * FROM hk_groups WHERE g IN (2, 7) ORDER BY g;
+DROP MATERIALIZED VIEW hk_groups;
+DROP TABLE hk;
+DROP TYPE hk_level;
+
 DROP FUNCTION hs_plan_has_delta();
 DROP MATERIALIZED VIEW hs_groups, hs_total, hs_rows;
 DROP TABLE hs;
