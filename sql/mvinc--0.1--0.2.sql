@@ -70,7 +70,8 @@ CREATE FUNCTION mvinc._delta_replaced(view oid, keys int2[], ops oid[], VARIADIC
 -- The result over three states combined (NULL is the empty state):
 -- agg_final(agg_combine(agg_combine(a, b), c)) in one call, without
 -- serializing the combined state; reads merge stored rows with it.  The
--- optional last argument is agg_combine's sample.
+-- types come from result, as for agg_final; the optional last argument
+-- (agg_combine's sample) gives only its collation.
 CREATE FUNCTION mvinc.agg_combine_final(aggfn regprocedure, a bytea, b bytea, c bytea,
                                         result anyelement)
     RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE

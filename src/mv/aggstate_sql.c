@@ -555,7 +555,7 @@ mvinc_agg_final(PG_FUNCTION_ARGS)
 }
 
 /*
- * agg_combine_final(aggfn, a, b, c, NULL::resulttype [, NULL::argtype]):
+ * agg_combine_final(aggfn, a, b, c, NULL::resulttype [, NULL::argtype COLLATE ...]):
  * the aggregate's result over three stored states combined (NULL is the
  * empty state), what agg_final(agg_combine(agg_combine(a, b), c)) gives,
  * without serializing the combined states only to read them again.  Reads
@@ -575,8 +575,14 @@ mvinc_agg_combine_final(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	/* the argument's sample when given (as agg_combine), else the result's */
-	how = PG_NARGS() > 5 ? how_sample(fcinfo, 5, false) : how_sample(fcinfo, 4, true);
+	/*
+	 * The types from the result's sample, as agg_final (which checks it
+	 * against a polymorphic signature); the optional last argument brings
+	 * only its collation.  Built from an argument sample instead, a result
+	 * sample of another type would have the result copied as that type
+	 * (a pointer read as an integer, an integer as a pointer).
+	 */
+	how = how_sample(fcinfo, 4, true);
 	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how);
 	site = site_cache(fcinfo);
 	check_result_type(fcinfo, e, 4);

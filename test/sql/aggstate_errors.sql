@@ -79,6 +79,22 @@ SELECT mvinc.agg_final('aggstate_errors.my_sum(int)',
                        mvinc.agg_state('aggstate_errors.my_sum(int)', x), NULL::bigint) FROM aggstate_errors.t;
 RESET ROLE;
 
+-- agg_combine_final takes its types from the result's sample, checked as
+-- agg_final checks it, whatever the last (collation) argument's type: a
+-- result of another type than the aggregate's is refused, not copied as
+-- that type (an enum's oid read as a pointer crashed the server; an
+-- array's pointer came back as an integer)
+CREATE TYPE hue AS ENUM ('red', 'green');
+SET ROLE regress_aggstate_user;
+SELECT mvinc.agg_combine_final('max(anyenum)', '\x677265656e', NULL, NULL, NULL::text, NULL::aggstate_errors.hue);
+SELECT mvinc.agg_combine_final('max(anyarray)', mvinc.agg_state('max(anyarray)', ARRAY['s']::text[]),
+                               NULL, NULL, NULL::int8, NULL::text[]);
+SELECT mvinc.agg_combine_final('max(anyarray)', mvinc.agg_state('max(anyarray)', ARRAY['s']::text[]),
+                               NULL, NULL, NULL::text[], NULL::int8);
+SELECT mvinc.agg_combine_final('max(anyenum)', mvinc.agg_state('max(anyenum)', 'green'::aggstate_errors.hue),
+                               NULL, NULL, NULL::aggstate_errors.hue, NULL::text);
+RESET ROLE;
+
 RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA aggstate_errors CASCADE;
