@@ -321,7 +321,7 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	MvSsiCheckLoggedWriters(cat->sourceid, MvSourceName(changelog), cat->checkpoint_lsn,
 							query_snap, snap);
 	if (MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap, cat->checkpoint_snapshot,
-					   latest, false, 0) == MV_DELTA_NONE)
+					   latest, false, 0, NULL) == MV_DELTA_NONE)
 	{
 		UnregisterSnapshot(latest);
 		MvSpiFinish();

@@ -285,9 +285,29 @@ typedef enum MvDeltaKind
 	MV_DELTA_KEYONLY,			/* ... or with old rows of their key alone */
 	MV_DELTA_OTHER				/* truncations too, or too many rows */
 } MvDeltaKind;
+/*
+ * The transactions whose change-log rows a reader's delta holds (sorted,
+ * distinct), and how many rows: two readers with the same ones read the
+ * same delta (mv_deltacache.c).  xids NULL when there were too many to keep.
+ */
+typedef struct MvVisibleXids
+{
+	int			nxids;
+	FullTransactionId *xids;
+	int64		rows;
+} MvVisibleXids;
+/* What a reader's delta is known by: the same one for the same key */
+typedef struct MvDeltaKey
+{
+	Oid			viewid;
+	Oid			storage_oid;
+	XLogRecPtr	checkpoint_lsn;
+	int32		generation;		/* the source's, the storage built for it */
+	MvVisibleXids visible;
+} MvDeltaKey;
 extern MvDeltaKind MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 								  const char *old_snap, Snapshot latest, bool want_kind,
-								  int64 max_rows);
+								  int64 max_rows, MvVisibleXids *visible);
 
 /* mv_snapshot.c */
 extern char *MvSnapshotText(Snapshot snap, bool own_seen);
@@ -398,7 +418,13 @@ typedef struct MvDeltaFilter
 extern MvDeltaRows *MvComputeDeltaRows(Oid viewid, bool changes, MvDeltaFilter *filter,
 									   Snapshot latest);
 extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter);
-extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows);
+extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows,
+							  bool *kept);
+
+/* mv_deltacache.c */
+extern void MvDeltaCacheInit(void);
+extern MvDeltaRows *MvDeltaCacheGet(const MvDeltaKey *key);
+extern void MvDeltaCachePut(const MvDeltaKey *key, MvDeltaRows *rows);
 
 /* mv_keyfilter.c */
 extern List *MvLevelConditions(Query *q, List *extra);

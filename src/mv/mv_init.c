@@ -209,6 +209,7 @@ MvincMvInit(void)
 	MvUtilityInit();
 	MvReadInit();
 	MvReadScanInit();
+	MvDeltaCacheInit();
 	MvCompactorInit();
 	MvSchedulerInit();
 	MvStatsInit();

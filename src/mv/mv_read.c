@@ -800,14 +800,17 @@ typedef struct FreshMemo
 	MvReadBranch branch;
 	bool		delta_changes;	/* a hybrid read's delta has updates or deletes */
 	Snapshot	delta_snapshot; /* ... the one to compute it in (keep_snapshot) */
+	MvDeltaKey *delta_key;		/* ... what a delta of inserts is known by, or NULL */
 	MemoryContext delta_cxt;	/* a hybrid read's delta computed ahead, or NULL */
 	MvDeltaRows *delta;
+	bool		delta_kept;		/* ... found in mv_deltacache.c */
 	/* deltas of the groups that key conditions keep (mv_keyfilter.c) */
 	MemoryContext filtered_cxt[FILTERED_DELTAS];
 	char	   *filtered_ident[FILTERED_DELTAS];
 	MvDeltaRows *filtered[FILTERED_DELTAS];
 	int			filtered_next;
 	bool		shown;			/* a delta was used (EXPLAIN's counts below) */
+	bool		shown_kept;		/* ... kept from an earlier statement */
 	int64		shown_delta_rows;	/* the last delta's rows, or -1 */
 	int64		shown_replaced_rows;
 	int			pins;			/* read nodes running on this decision */
@@ -910,7 +913,7 @@ keep_snapshot(Snapshot snap, MemoryContext cxt)
  * change log's writers.
  */
 static MvReadBranch
-compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot)
+compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot, MvDeltaKey *key)
 {
 	Snapshot	active = GetActiveSnapshot();
 	MvCatalog  *cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
@@ -919,6 +922,7 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot)
 	char	   *query_snap;
 	MvDeltaKind delta;
 	Snapshot	latest;
+	MvVisibleXids visible = {0, NULL, 0};
 
 	if (mvinc_read_path_mode == MV_READ_PATH_LIVE ||
 		cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
@@ -970,7 +974,7 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot)
 	else
 		delta = MvDeltaVisible(changelog, cat->checkpoint_lsn, query_snap,
 							   cat->checkpoint_snapshot, latest, true,
-							   MvHybridMaxDeltaRows(cat->sourceid));
+							   MvHybridMaxDeltaRows(cat->sourceid), key ? &visible : NULL);
 	/* a hybrid read computes its delta in this same one (see keep_snapshot) */
 	if (delta != MV_DELTA_NONE && delta != MV_DELTA_OTHER && delta_snapshot)
 		*delta_snapshot = keep_snapshot(latest, CurrentMemoryContext);
@@ -1003,6 +1007,15 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot)
 			(projection && !MvHybridReaderMaySee(def)))
 			return MV_READ_LIVE;
 		*changes = delta >= MV_DELTA_CHANGES;
+		/* a delta of inserts is known by its transactions (mv_deltacache.c) */
+		if (key && !*changes && !projection)
+		{
+			key->viewid = viewid;
+			key->storage_oid = cat->storage_oid;
+			key->checkpoint_lsn = cat->checkpoint_lsn;
+			key->generation = cat->built_generation;
+			key->visible = visible;
+		}
 		return MV_READ_HYBRID;
 	}
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
@@ -1050,6 +1063,13 @@ memo_forget_deltas(FreshMemo *m)
 	if (m->delta_snapshot)
 		pfree(m->delta_snapshot);
 	m->delta_snapshot = NULL;
+	if (m->delta_key)
+	{
+		if (m->delta_key->visible.xids)
+			pfree(m->delta_key->visible.xids);
+		pfree(m->delta_key);
+	}
+	m->delta_key = NULL;
 	for (int i = 0; i < FILTERED_DELTAS; i++)
 	{
 		if (m->filtered_cxt[i])
@@ -1059,7 +1079,9 @@ memo_forget_deltas(FreshMemo *m)
 		m->filtered[i] = NULL;
 	}
 	m->filtered_next = 0;
+	m->delta_kept = false;
 	m->shown = false;
+	m->shown_kept = false;
 	m->shown_delta_rows = -1;
 	m->shown_replaced_rows = 0;
 }
@@ -1075,6 +1097,7 @@ MvGetReadBranch(Oid viewid)
 	MvReadBranch branch;
 	bool		changes = false;
 	Snapshot	delta_snapshot = NULL;
+	MvDeltaKey	key = {InvalidOid};
 
 	if (snap == NULL)
 		return MV_READ_LIVE;
@@ -1083,13 +1106,22 @@ MvGetReadBranch(Oid viewid)
 		if (memo_matches(&fresh_memo[i], viewid, snap))
 			return fresh_memo[i].branch;
 	}
-	branch = compute_branch(viewid, &changes, &delta_snapshot);
+	branch = compute_branch(viewid, &changes, &delta_snapshot, &key);
 
 	m = memo_reuse();
 	m->viewid = InvalidOid;
 	memo_forget_deltas(m);
 	if (branch == MV_READ_HYBRID && delta_snapshot)
 		m->delta_snapshot = keep_snapshot(delta_snapshot, TopMemoryContext);
+	if (branch == MV_READ_HYBRID && OidIsValid(key.viewid) && key.visible.xids)
+	{
+		m->delta_key = MemoryContextAlloc(TopMemoryContext, sizeof(MvDeltaKey));
+		*m->delta_key = key;
+		m->delta_key->visible.xids =
+			MemoryContextAlloc(TopMemoryContext, key.visible.nxids * sizeof(FullTransactionId));
+		memcpy(m->delta_key->visible.xids, key.visible.xids,
+			   key.visible.nxids * sizeof(FullTransactionId));
+	}
 	if (m->xids)
 		pfree(m->xids);
 	m->xids = NULL;
@@ -1179,11 +1211,45 @@ compute_delta_in(FreshMemo *m, MvDeltaFilter *filter, MemoryContext *cxt)
 	return rows;
 }
 
+/*
+ * The whole delta of an entry: kept from an earlier statement that saw the
+ * same transactions' changes (mv_deltacache.c), else computed, and kept.
+ */
+static MvDeltaRows *
+whole_delta(FreshMemo *m)
+{
+	MvDeltaRows *rows = NULL;
+
+	m->delta_kept = false;
+	if (m->delta_key)
+	{
+		MemoryContext old;
+
+		m->delta_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc hybrid delta",
+											 ALLOCSET_DEFAULT_SIZES);
+		old = MemoryContextSwitchTo(m->delta_cxt);
+		rows = MvDeltaCacheGet(m->delta_key);
+		MemoryContextSwitchTo(old);
+		if (rows)
+		{
+			m->delta_kept = true;
+			return rows;
+		}
+		MemoryContextDelete(m->delta_cxt);
+		m->delta_cxt = NULL;
+	}
+	rows = compute_delta_in(m, NULL, &m->delta_cxt);
+	if (m->delta_key)
+		MvDeltaCachePut(m->delta_key, rows);
+	return rows;
+}
+
 /* Note rows as the entry's delta that EXPLAIN ANALYZE shows */
 static MvDeltaRows *
-shown(FreshMemo *m, MvDeltaRows *rows)
+shown(FreshMemo *m, MvDeltaRows *rows, bool kept)
 {
 	m->shown = true;
+	m->shown_kept = kept;
 	m->shown_delta_rows = rows && !rows->projection ? list_length(rows->tuples) : -1;
 	m->shown_replaced_rows = rows ? list_length(rows->replaced) : 0;
 	return rows;
@@ -1210,12 +1276,12 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
 		if (m->delta != NULL || filter == NULL)
 		{
 			if (m->delta == NULL)
-				m->delta = compute_delta_in(m, NULL, &m->delta_cxt);
-			return shown(m, m->delta);
+				m->delta = whole_delta(m);
+			return shown(m, m->delta, m->delta_kept);
 		}
 		for (int j = 0; j < FILTERED_DELTAS; j++)
 			if (m->filtered_ident[j] && strcmp(m->filtered_ident[j], filter->ident) == 0)
-				return shown(m, m->filtered[j]);
+				return shown(m, m->filtered[j], false);
 		slot = m->filtered_next;
 		m->filtered_next = (slot + 1) % FILTERED_DELTAS;
 		if (m->filtered_cxt[slot])
@@ -1224,7 +1290,7 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
 		m->filtered_ident[slot] = NULL;
 		m->filtered[slot] = compute_delta_in(m, filter, &m->filtered_cxt[slot]);
 		m->filtered_ident[slot] = MemoryContextStrdup(m->filtered_cxt[slot], filter->ident);
-		return shown(m, m->filtered[slot]);
+		return shown(m, m->filtered[slot], false);
 	}
 	/* not memoized (a direct call): whether the delta has updates, ask anew */
 	{
@@ -1234,7 +1300,7 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
 		if (IsInParallelMode())
 			elog(ERROR, "the delta of materialized view %u was not decided before parallel mode",
 				 viewid);
-		(void) compute_branch(viewid, &changes, &delta_snapshot);
+		(void) compute_branch(viewid, &changes, &delta_snapshot, NULL);
 		return MvComputeDeltaRows(viewid, changes, filter, delta_snapshot);
 	}
 }
@@ -1244,7 +1310,8 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
  * snap (EXPLAIN ANALYZE); false when none was computed.
  */
 bool
-MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows)
+MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows,
+				  bool *kept)
 {
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
@@ -1254,6 +1321,7 @@ MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_
 		{
 			*delta_rows = m->shown_delta_rows;
 			*replaced_rows = m->shown_replaced_rows;
+			*kept = m->shown_kept;
 			return true;
 		}
 	}

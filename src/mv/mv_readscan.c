@@ -492,6 +492,7 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 	ReadScanState *rs = (ReadScanState *) node;
 	char	   *name = get_rel_name(rs->viewid);
 	List	   *candidates = NIL;
+	bool		kept = false;
 
 	for (int i = 0; i < rs->narms; i++)
 		candidates = lappend(candidates, (char *) arm_names[rs->arms[i]]);
@@ -504,10 +505,13 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Path", arm_names[rs->taken], es);
 	/* the arm's delta functions computed (or found) it as they ran */
 	if (rs->taken == MV_READ_HYBRID && rs->pinned &&
-		!MvMemoDeltaCounts(rs->viewid, rs->snapshot, &rs->delta_rows, &rs->replaced_rows))
+		!MvMemoDeltaCounts(rs->viewid, rs->snapshot, &rs->delta_rows, &rs->replaced_rows,
+						   &kept))
 		rs->delta_rows = -1;
 	if (rs->delta_rows >= 0)
 		ExplainPropertyInteger("Delta State Rows", NULL, rs->delta_rows, es);
+	if (rs->delta_rows >= 0 && kept)
+		ExplainPropertyText("Delta", "kept from an earlier statement", es);
 	if (rs->replaced_rows > 0)
 		ExplainPropertyInteger("Replacing Rows", NULL, rs->replaced_rows, es);
 }

@@ -177,7 +177,7 @@ has_pending(Oid viewid)
 		return true;
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	kind = MvDeltaVisible(changelog, cat->checkpoint_lsn, MvSnapshotText(latest, false),
-						  cat->checkpoint_snapshot, latest, false, 0);
+						  cat->checkpoint_snapshot, latest, false, 0, NULL);
 	UnregisterSnapshot(latest);
 	return kind != MV_DELTA_NONE;
 }

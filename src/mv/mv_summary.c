@@ -215,6 +215,57 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 	sum->min_invisible = invisible;
 }
 
+/* Most transactions a reader's delta is known by (mv_deltacache.c) */
+#define MAX_VISIBLE_XIDS 4096
+
+/* Note one more row of transaction xid in visible (rows of one are adjacent) */
+static void
+note_visible_xid(MvVisibleXids *visible, int *space, FullTransactionId *last,
+				 FullTransactionId xid)
+{
+	visible->rows++;
+	if (visible->rows > 1 && (visible->xids == NULL || FullTransactionIdEquals(xid, *last)))
+		return;
+	*last = xid;
+	if (visible->nxids == MAX_VISIBLE_XIDS)
+	{
+		/* too many to keep: the delta is known by none */
+		pfree(visible->xids);
+		visible->xids = NULL;
+		return;
+	}
+	if (visible->nxids == *space)
+	{
+		*space = Max(*space * 2, 16);
+		visible->xids = visible->xids ?
+			repalloc(visible->xids, *space * sizeof(FullTransactionId)) :
+			palloc(*space * sizeof(FullTransactionId));
+	}
+	visible->xids[visible->nxids++] = xid;
+}
+
+static int
+cmp_fxid(const void *a, const void *b)
+{
+	uint64		x = U64FromFullTransactionId(*(const FullTransactionId *) a);
+	uint64		y = U64FromFullTransactionId(*(const FullTransactionId *) b);
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Sorted and distinct (rows of transactions that interleave come apart) */
+static void
+sort_visible_xids(MvVisibleXids *visible)
+{
+	int			n = 0;
+
+	qsort(visible->xids, visible->nxids, sizeof(FullTransactionId), cmp_fxid);
+	for (int i = 0; i < visible->nxids; i++)
+		if (n == 0 || !FullTransactionIdEquals(visible->xids[i], visible->xids[n - 1]))
+			visible->xids[n++] = visible->xids[i];
+	visible->nxids = n;
+}
+
 /*
  * What does the change log hold past from (lsn > from) of the transactions
  * that the snapshot query_snap sees and the checkpoint's old_snap does not
@@ -229,12 +280,17 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
  */
 MvDeltaKind
 MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
-			   const char *old_snap, Snapshot latest, bool want_kind, int64 max_rows)
+			   const char *old_snap, Snapshot latest, bool want_kind, int64 max_rows,
+			   MvVisibleXids *visible)
 {
 	MvDeltaKind kind = MV_DELTA_NONE;
 	DeltaScan	ds;
 	int64		rows = 0;
+	int			space = 0;
+	FullTransactionId last = InvalidFullTransactionId;
 
+	if (visible)
+		memset(visible, 0, sizeof(MvVisibleXids));
 	delta_scan_begin(&ds, changelog, from, InvalidXLogRecPtr, query_snap, old_snap, latest);
 	while (kind != MV_DELTA_OTHER && delta_scan_next(&ds, NULL))
 	{
@@ -248,7 +304,11 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 		else if (op != 'i')
 			row = MV_DELTA_CHANGES;
 		kind = Max(kind, row);
+		if (visible)
+			note_visible_xid(visible, &space, &last, ds.last_xid);
 	}
 	delta_scan_end(&ds);
+	if (visible && visible->xids)
+		sort_visible_xids(visible);
 	return kind;
 }
