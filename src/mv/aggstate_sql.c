@@ -525,44 +525,15 @@ finalize_out(SiteCache *site, SiteEntry *e, MvincAggValue *v, bool *isnull)
 	return result;
 }
 
-/* agg_final(aggfn, state, NULL::resulttype): the aggregate's result */
-Datum
-mvinc_agg_final(PG_FUNCTION_ARGS)
-{
-	SiteCache  *site;
-	SiteHow		how;
-	SiteEntry  *e;
-	MvincAggValue v;
-	MemoryContext oldcxt;
-	Datum		result;
-	bool		isnull;
-
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	how = how_sample(fcinfo, 2, true);
-	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how);
-	site = site_cache(fcinfo);
-	check_result_type(fcinfo, e, 2);
-
-	oldcxt = MemoryContextSwitchTo(site->tmpcxt);
-	v.cxt = site->tmpcxt;
-	MvincAggDeserialize(e->info, &v, PG_ARGISNULL(1) ? NULL : PG_GETARG_BYTEA_PP(1));
-	MemoryContextSwitchTo(oldcxt);
-	result = finalize_out(site, e, &v, &isnull);
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
-}
-
 /*
- * agg_combine_final(aggfn, a, b, c, NULL::resulttype [, NULL::argtype COLLATE ...]):
- * the aggregate's result over three stored states combined (NULL is the
- * empty state), what agg_final(agg_combine(agg_combine(a, b), c)) gives,
- * without serializing the combined states only to read them again.  Reads
- * of a view merge each stored row's state with what waits for its group.
+ * The aggregate's result over nstates stored states from argument first on
+ * combined (NULL is the empty state), its types from the result's sample,
+ * argument resultarg, checked against a polymorphic signature.  With an
+ * argument's sample instead, a result sample of another type would have
+ * the result copied as that type (a pointer read as an integer).
  */
-Datum
-mvinc_agg_combine_final(PG_FUNCTION_ARGS)
+static Datum
+final_of_states(FunctionCallInfo fcinfo, int resultarg, int first, int nstates)
 {
 	SiteCache  *site;
 	SiteHow		how;
@@ -575,21 +546,14 @@ mvinc_agg_combine_final(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	/*
-	 * The types from the result's sample, as agg_final (which checks it
-	 * against a polymorphic signature); the optional last argument brings
-	 * only its collation.  Built from an argument sample instead, a result
-	 * sample of another type would have the result copied as that type
-	 * (a pointer read as an integer, an integer as a pointer).
-	 */
-	how = how_sample(fcinfo, 4, true);
+	how = how_sample(fcinfo, resultarg, true);
 	e = site_info(fcinfo, PG_GETARG_OID(0), PG_GET_COLLATION(), false, &how);
 	site = site_cache(fcinfo);
-	check_result_type(fcinfo, e, 4);
+	check_result_type(fcinfo, e, resultarg);
 
 	oldcxt = MemoryContextSwitchTo(site->tmpcxt);
 	v.cxt = site->tmpcxt;
-	for (int i = 1; i <= 3; i++)
+	for (int i = first; i < first + nstates; i++)
 	{
 		if (PG_ARGISNULL(i))
 			continue;
@@ -606,6 +570,27 @@ mvinc_agg_combine_final(PG_FUNCTION_ARGS)
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
+}
+
+/* agg_final(aggfn, state, NULL::resulttype): the aggregate's result */
+Datum
+mvinc_agg_final(PG_FUNCTION_ARGS)
+{
+	return final_of_states(fcinfo, 2, 1, 1);
+}
+
+/*
+ * agg_combine_final(aggfn, a, b, c, NULL::resulttype [, NULL::argtype COLLATE ...]):
+ * the aggregate's result over three stored states combined, what
+ * agg_final(agg_combine(agg_combine(a, b), c)) gives, without serializing
+ * the combined states only to read them again (reads of a view merge each
+ * stored row's state with what waits for its group).  The optional last
+ * argument brings only its collation.
+ */
+Datum
+mvinc_agg_combine_final(PG_FUNCTION_ARGS)
+{
+	return final_of_states(fcinfo, 4, 1, 3);
 }
 
 /* agg_kind(aggfn): 'retractable', 'mergeable' or 'unsupported' */
