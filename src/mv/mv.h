@@ -425,6 +425,7 @@ extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int6
 extern void MvDeltaCacheInit(void);
 extern MvDeltaRows *MvDeltaCacheGet(const MvDeltaKey *key);
 extern void MvDeltaCachePut(const MvDeltaKey *key, MvDeltaRows *rows);
+extern void MvDeltaCacheForgetStale(Oid viewid, Oid storage_oid, XLogRecPtr checkpoint_lsn);
 
 /* mv_keyfilter.c */
 extern List *MvLevelConditions(Query *q, List *extra);

@@ -10,7 +10,9 @@
  *	  transactions (MvDeltaVisible); a delta of inserts alone, of all the
  *	  view's groups, is kept here under that name, in this backend, for a
  *	  few views, when it takes less than work_mem (mvinc.keep_hybrid_delta
- *	  turns this off).
+ *	  turns this off).  A delta is forgotten when a decision about its view
+ *	  finds another checkpoint or storage, and when the view or its
+ *	  storage is changed or dropped (relcache invalidation).
  *
  *	  Why the name is enough: the change-log rows of a transaction the
  *	  snapshot sees are all there once the decision's wait for capture
@@ -27,6 +29,7 @@
 #include "access/htup_details.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 
 #include "mv/mv.h"
@@ -47,17 +50,26 @@ static int	kept_next = 0;
 /* mvinc.keep_hybrid_delta */
 static bool keep_hybrid_delta = true;
 
+/* Forget a kept delta */
+static void
+forget(KeptDelta *k)
+{
+	MemoryContext cxt = k->cxt;
+
+	k->cxt = NULL;
+	if (cxt)
+		MemoryContextDelete(cxt);
+}
+
 /* Forget every delta kept */
 static void
 forget_all(void)
 {
 	for (int i = 0; i < KEPT_DELTAS; i++)
-	{
-		if (kept[i].cxt)
-			MemoryContextDelete(kept[i].cxt);
-		kept[i].cxt = NULL;
-	}
+		forget(&kept[i]);
 }
+
+static void relation_changed(Datum arg, Oid relid);
 
 /* Turned off: the deltas kept go (their memory with them) */
 static void
@@ -77,6 +89,7 @@ MvDeltaCacheInit(void)
 							 "same checkpoint reuses it instead of computing it again (in each backend, for a "
 							 "few views, deltas smaller than work_mem).",
 							 &keep_hybrid_delta, true, PGC_USERSET, 0, NULL, keep_assign, NULL);
+	CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
 }
 
 static bool
@@ -124,17 +137,42 @@ void
 MvDeltaCachePut(const MvDeltaKey *key, MvDeltaRows *rows)
 {
 	KeptDelta  *k = NULL;
-	Size		bytes = 0;
-	ListCell   *lc;
+	KeptDelta	made;
 	MemoryContext old;
 
 	if (key == NULL || key->visible.xids == NULL || rows->replaced != NIL || rows->projection ||
 		!keep_hybrid_delta)
 		return;
-	foreach(lc, rows->tuples)
-		bytes += HEAPTUPLESIZE + ((HeapTuple) lfirst(lc))->t_len;
-	if (bytes > (Size) work_mem * 1024)
+
+	/*
+	 * The copy is made whole before it takes a slot: an error while copying
+	 * (out of memory) leaves every slot as it was
+	 */
+	made.cxt = AllocSetContextCreate(TopMemoryContext, "mvinc kept delta", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(made.cxt);
+	PG_TRY();
+	{
+		made.key = *key;
+		made.key.visible.xids = palloc(key->visible.nxids * sizeof(FullTransactionId));
+		memcpy(made.key.visible.xids, key->visible.xids,
+			   key->visible.nxids * sizeof(FullTransactionId));
+		made.rows = copy_rows(rows);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(made.cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	/* what it takes, all told (each read that uses it copies it again) */
+	if (MemoryContextMemAllocated(made.cxt, true) > (Size) work_mem * 1024)
+	{
+		MemoryContextDelete(made.cxt);
 		return;
+	}
+
 	/* the view's slot (its older delta is of no use now), else the next */
 	for (int i = 0; i < KEPT_DELTAS && k == NULL; i++)
 		if (kept[i].cxt && kept[i].key.viewid == key->viewid)
@@ -146,11 +184,30 @@ MvDeltaCachePut(const MvDeltaKey *key, MvDeltaRows *rows)
 	}
 	if (k->cxt)
 		MemoryContextDelete(k->cxt);
-	k->cxt = AllocSetContextCreate(TopMemoryContext, "mvinc kept delta", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(k->cxt);
-	k->key = *key;
-	k->key.visible.xids = palloc(key->visible.nxids * sizeof(FullTransactionId));
-	memcpy(k->key.visible.xids, key->visible.xids, key->visible.nxids * sizeof(FullTransactionId));
-	k->rows = copy_rows(rows);
-	MemoryContextSwitchTo(old);
+	*k = made;
+}
+
+/*
+ * A decision about viewid found its checkpoint at checkpoint_lsn, its
+ * storage storage_oid: a delta kept under another is of no use any more
+ * (a refresh moved the checkpoint, the storage was made anew).
+ */
+void
+MvDeltaCacheForgetStale(Oid viewid, Oid storage_oid, XLogRecPtr checkpoint_lsn)
+{
+	for (int i = 0; i < KEPT_DELTAS; i++)
+		if (kept[i].cxt && kept[i].key.viewid == viewid &&
+			(kept[i].key.storage_oid != storage_oid ||
+			 kept[i].key.checkpoint_lsn != checkpoint_lsn))
+			forget(&kept[i]);
+}
+
+/* A relation changed or went: forget the deltas of it as a view or storage */
+static void
+relation_changed(Datum arg, Oid relid)
+{
+	for (int i = 0; i < KEPT_DELTAS; i++)
+		if (kept[i].cxt && (!OidIsValid(relid) || kept[i].key.viewid == relid ||
+							kept[i].key.storage_oid == relid))
+			forget(&kept[i]);
 }

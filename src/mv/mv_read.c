@@ -932,6 +932,8 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot, MvDeltaKey *
 	/* asked for: the storage as the last refresh left it */
 	if (mvinc_read_path_mode == MV_READ_PATH_STALE_OK)
 		return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
+	/* a delta kept for another checkpoint or storage is of no use now */
+	MvDeltaCacheForgetStale(viewid, cat->storage_oid, cat->checkpoint_lsn);
 	if (MvXactMayHaveWritten(cat->sourceid))
 		return MV_READ_LIVE;
 	changelog = MvChangeLogRelid(cat->sourceid);
@@ -1115,12 +1117,14 @@ MvGetReadBranch(Oid viewid)
 		m->delta_snapshot = keep_snapshot(delta_snapshot, TopMemoryContext);
 	if (branch == MV_READ_HYBRID && OidIsValid(key.viewid) && key.visible.xids)
 	{
-		m->delta_key = MemoryContextAlloc(TopMemoryContext, sizeof(MvDeltaKey));
-		*m->delta_key = key;
-		m->delta_key->visible.xids =
-			MemoryContextAlloc(TopMemoryContext, key.visible.nxids * sizeof(FullTransactionId));
-		memcpy(m->delta_key->visible.xids, key.visible.xids,
-			   key.visible.nxids * sizeof(FullTransactionId));
+		FullTransactionId *xids = MemoryContextAlloc(TopMemoryContext,
+													 key.visible.nxids * sizeof(FullTransactionId));
+		MvDeltaKey *kept = MemoryContextAlloc(TopMemoryContext, sizeof(MvDeltaKey));
+
+		memcpy(xids, key.visible.xids, key.visible.nxids * sizeof(FullTransactionId));
+		*kept = key;
+		kept->visible.xids = xids;
+		m->delta_key = kept;
 	}
 	if (m->xids)
 		pfree(m->xids);
@@ -1223,20 +1227,29 @@ whole_delta(FreshMemo *m)
 	m->delta_kept = false;
 	if (m->delta_key)
 	{
-		MemoryContext old;
+		MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "mvinc hybrid delta",
+												  ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
 
-		m->delta_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc hybrid delta",
-											 ALLOCSET_DEFAULT_SIZES);
-		old = MemoryContextSwitchTo(m->delta_cxt);
-		rows = MvDeltaCacheGet(m->delta_key);
+		PG_TRY();
+		{
+			rows = MvDeltaCacheGet(m->delta_key);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(old);
+			MemoryContextDelete(cxt);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		MemoryContextSwitchTo(old);
 		if (rows)
 		{
+			m->delta_cxt = cxt;
 			m->delta_kept = true;
 			return rows;
 		}
-		MemoryContextDelete(m->delta_cxt);
-		m->delta_cxt = NULL;
+		MemoryContextDelete(cxt);
 	}
 	rows = compute_delta_in(m, NULL, &m->delta_cxt);
 	if (m->delta_key)

@@ -24,6 +24,7 @@ SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 -- computed, then kept (each statement its own transaction and snapshot)
 SELECT kept_delta('hk_sums');
 SELECT kept_delta('hk_sums');
+SELECT count(*) AS kept_deltas FROM pg_backend_memory_contexts WHERE name = 'mvinc kept delta';
 SELECT mv_diff('hk_sums');
 SELECT * FROM hk_sums WHERE g IN (1, 11) ORDER BY g;
 -- a rolled-back insert leaves the same transactions: still kept
@@ -45,9 +46,11 @@ BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) FROM hk_sums;
 SELECT kept_delta('hk_sums');
 COMMIT;
--- a refresh moves the checkpoint: nothing waits, then a new delta
+-- a refresh moves the checkpoint: nothing waits (the kept delta is
+-- forgotten), then a new delta
 SELECT mode FROM mvinc.refresh('hk_sums');
 SELECT kept_delta('hk_sums');
+SELECT count(*) AS kept_deltas FROM pg_backend_memory_contexts WHERE name = 'mvinc kept delta';
 INSERT INTO hk (g, x) VALUES (2, 2);
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT kept_delta('hk_sums');
@@ -64,7 +67,9 @@ SELECT mode FROM mvinc.refresh('hk_sums');
 INSERT INTO hk (g, x) VALUES (3, 3);
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT kept_delta('hk_sums');
+SELECT count(*) AS kept_deltas FROM pg_backend_memory_contexts WHERE name = 'mvinc kept delta';
 DROP MATERIALIZED VIEW hk_sums;
+SELECT count(*) AS kept_deltas FROM pg_backend_memory_contexts WHERE name = 'mvinc kept delta';
 CREATE MATERIALIZED VIEW hk_sums WITH (mvinc.incremental = true) AS
   SELECT g, count(*) AS n, sum(x) + 1 AS sx FROM hk GROUP BY g;
 INSERT INTO hk (g, x) VALUES (3, 4);
