@@ -511,20 +511,6 @@ check_result_type(FunctionCallInfo fcinfo, SiteEntry *e, int argno)
 	e->resulttype = resulttype;
 }
 
-/* The result of v (in the site's scratch context), copied out; resets it */
-static Datum
-finalize_out(SiteCache *site, SiteEntry *e, MvincAggValue *v, bool *isnull)
-{
-	MemoryContext oldcxt = MemoryContextSwitchTo(site->tmpcxt);
-	Datum		result = MvincAggFinalize(e->info, v, isnull);
-
-	MemoryContextSwitchTo(oldcxt);
-	if (!*isnull)
-		result = datumCopy(result, e->resultByVal, e->resultLen);
-	MemoryContextReset(site->tmpcxt);
-	return result;
-}
-
 /*
  * The aggregate's result over nstates stored states from argument first on
  * combined (NULL is the empty state), its types from the result's sample,
@@ -565,8 +551,11 @@ final_of_states(FunctionCallInfo fcinfo, int resultarg, int first, int nstates)
 	}
 	if (!started)
 		MvincAggDeserialize(e->info, &v, NULL);
+	result = MvincAggFinalize(e->info, &v, &isnull);
 	MemoryContextSwitchTo(oldcxt);
-	result = finalize_out(site, e, &v, &isnull);
+	if (!isnull)
+		result = datumCopy(result, e->resultByVal, e->resultLen);
+	MemoryContextReset(site->tmpcxt);
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);

@@ -218,20 +218,25 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 /* Most transactions a reader's delta is known by (mv_deltacache.c) */
 #define MAX_VISIBLE_XIDS 4096
 
-/* Note one more row of transaction xid in visible (rows of one are adjacent) */
+/*
+ * Note one more row of transaction xid in visible (rows of one are
+ * adjacent); past MAX_VISIBLE_XIDS transactions the list is dropped
+ * (xids NULL, nxids past the bound): the delta is known by none.
+ */
 static void
 note_visible_xid(MvVisibleXids *visible, int *space, FullTransactionId *last,
 				 FullTransactionId xid)
 {
 	visible->rows++;
-	if (visible->rows > 1 && (visible->xids == NULL || FullTransactionIdEquals(xid, *last)))
+	if (visible->nxids > MAX_VISIBLE_XIDS ||
+		(visible->nxids > 0 && FullTransactionIdEquals(xid, *last)))
 		return;
 	*last = xid;
 	if (visible->nxids == MAX_VISIBLE_XIDS)
 	{
-		/* too many to keep: the delta is known by none */
 		pfree(visible->xids);
 		visible->xids = NULL;
+		visible->nxids++;
 		return;
 	}
 	if (visible->nxids == *space)
