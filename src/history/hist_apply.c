@@ -212,52 +212,13 @@ count_keys(const char *changed, HistApplied *out)
 }
 
 /*
- * The state at t holds from t on, and no version starts or ends after t
- * (a load newer than every other, or empty storage): only current
- * versions can change.  Those of keys that left or changed end at t (an
- * update of valid_to, which no index covers: HOT where it fits); new and
- * changed keys open a version at t.
- */
-static void
-set_state_in_order(HistDef *def, const char *storage, const char *state_sql,
-				   Snapshot snap, TimestampTz t, HistApplied *out)
-{
-	char	   *changed = temp_name("changed");
-	char	   *keys = HistColumnListSql(def, true, false, NULL);
-	char	   *all = HistColumnListSql(def, true, true, NULL);
-	char	   *vals = values_with_comma(def, "f");
-
-	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS "
-				 "SELECT %s%s, f._mvinc_f IS NOT NULL AS _mvinc_in, o._mvinc_o IS NOT NULL AS _mvinc_covered "
-				 "FROM (SELECT s.*, true AS _mvinc_f FROM (%s) s) f "
-				 "FULL JOIN (SELECT h.*, true AS _mvinc_o FROM %s h WHERE h.valid_to = 'infinity') o "
-				 "USING (%s) "
-				 "WHERE f._mvinc_f IS NULL OR o._mvinc_o IS NULL OR NOT (%s)",
-				 changed, keys, vals, state_sql, storage, keys,
-				 values_equal_sql(def, "f.%s", "o.%s")),
-		snap, t, t, SPI_OK_UTILITY);
-	/* its size, for the join below (the storage is the side to probe) */
-	run(psprintf("ANALYZE %s", changed), NULL, t, t, SPI_OK_UTILITY);
-	count_keys(changed, out);
-	out->closed = run(psprintf("UPDATE %s h SET valid_to = $1 FROM %s c WHERE %s "
-							   "AND c._mvinc_covered AND h.valid_to = 'infinity'",
-							   storage, changed, HistKeysEqualSql(def, "h", "c")),
-					  NULL, t, t, SPI_OK_UPDATE);
-	out->opened = run(psprintf("INSERT INTO %s (%s, valid_from, valid_to) "
-							   "SELECT %s, $1, 'infinity' FROM %s WHERE _mvinc_in",
-							   storage, all, all, changed),
-					  NULL, t, t, SPI_OK_INSERT);
-	run(psprintf("DROP TABLE %s", changed), NULL, t, t, SPI_OK_UTILITY);
-}
-
-/*
  * The state over [t, u) becomes state_sql's rows (every view column, by
  * name; read under snap when given).  unique: a unique index proves that
  * the state has one row per key (else it is checked).  in_order: no
  * version starts or ends after t.  Fills out's key counts.
  */
 void
-HistSetState(HistDef *def, const char *storage, const char *state_sql,
+HistSetState(HistDef *def, Oid storage_oid, const char *storage, const char *state_sql,
 			 Snapshot snap, TimestampTz t, TimestampTz u, bool in_order, bool unique,
 			 HistApplied *out)
 {
@@ -276,7 +237,9 @@ HistSetState(HistDef *def, const char *storage, const char *state_sql,
 		out->rows = check_duplicates(def, state_sql, snap);
 	if (in_order)
 	{
-		set_state_in_order(def, storage, state_sql, snap, t, out);
+		/* only current versions can change: in one pass (hist_direct.c) */
+		HistSetStateInOrderDirect(def, storage_oid, storage, state_sql, snap, t,
+								  values_equal_sql(def, "f.%s", "o.%s"), out);
 		return;
 	}
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", state, state_sql),
@@ -459,12 +422,17 @@ HistEventsSql(HistDef *def, const char *storage, const char *states, const char 
  * on alias s).  truncates: the delta holds TRUNCATE rows.
  */
 void
-HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
+HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage, const char *changelog,
 				const char *delta, bool truncates, HistApplied *out)
 {
 	char	   *rows = temp_name("delta");
 	char	   *states = temp_name("states");
 	char	   *events = temp_name("events");
+
+	/* in one pass, unless a TRUNCATE ends every key present at its time */
+	if (!truncates &&
+		HistApplyEventsDirect(def, storage_oid, HistDeltaRowsSql(def, changelog, delta), out))
+		return;
 
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", rows,
 				 HistDeltaRowsSql(def, changelog, delta)), NULL, 0, 0, SPI_OK_UTILITY);

@@ -160,7 +160,7 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	empty = SPI_processed == 0;
 	if (empty && cat->has_start)
 		t = cat->history_start;
-	HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(def->sourceid))),
+	HistSetState(def, cat->storage_oid, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(def->sourceid))),
 				 snap, t, DT_NOEND, empty, true, &ap);
 	UnregisterSnapshot(snap);
 	MvSetConsumer(def->sourceid, HistConsumerName(viewid), before);
@@ -209,14 +209,15 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 				 errhint("The versions of the rows changed since then start now; the intermediate ones are missing.")));
 		MvProgressSetMode("full");
 		MvProgressSetPhase(MV_PHASE_REBUILD, -1);
-		HistSetState(def, storage, state_sql(def, psprintf("ONLY %s", MvSourceName(source))),
+		HistSetState(def, cat->storage_oid, storage,
+					 state_sql(def, psprintf("ONLY %s", MvSourceName(source))),
 					 snap, GetCurrentStatementStartTimestamp(), DT_NOEND, false, true, &ap);
 	}
 	else if (sum.inserts + sum.others + sum.truncates > 0)
 	{
 		MvProgressSetMode("incremental");
 		MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, sum.inserts + sum.others + sum.truncates);
-		HistApplyEvents(def, storage, MvSourceName(changelog),
+		HistApplyEvents(def, cat->storage_oid, storage, MvSourceName(changelog),
 						psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
 								 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
 								 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
@@ -452,7 +453,7 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 			in_order = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												  2, &isnull));
 		}
-		HistSetState(def, storage, state_sql(def, MvSourceName(snapshot)), NULL, as_of, until,
+		HistSetState(def, cat->storage_oid, storage, state_sql(def, MvSourceName(snapshot)), NULL, as_of, until,
 					 in_order, HistKeyIsUnique(def, snapshot), &ap);
 		{
 			Oid			ltypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, INT8OID, INT8OID};

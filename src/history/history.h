@@ -104,7 +104,7 @@ extern void HistSetRetention(Oid viewid, const char *retention);
 
 /* hist_apply.c */
 extern char *HistColumnListSql(HistDef *def, bool keys, bool values, const char *prefix);
-extern void HistSetState(HistDef *def, const char *storage, const char *state_sql,
+extern void HistSetState(HistDef *def, Oid storage_oid, const char *storage, const char *state_sql,
 						 Snapshot snap, TimestampTz t, TimestampTz u, bool in_order,
 						 bool unique, HistApplied *out);
 extern bool HistKeyIsUnique(HistDef *def, Oid relid);
@@ -113,9 +113,17 @@ extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *d
 extern char *HistStatesSql(HistDef *def, const char *storage, const char *rows, bool truncates);
 extern char *HistEventsSql(HistDef *def, const char *storage, const char *states,
 						   const char *extra_ctes);
-extern void HistApplyEvents(HistDef *def, const char *storage, const char *changelog,
-							const char *delta, bool truncates, HistApplied *out);
+extern void HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage,
+							const char *changelog, const char *delta, bool truncates,
+							HistApplied *out);
 extern void HistKeyMissing(HistDef *def);
+
+/* hist_direct.c */
+extern bool HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
+								  HistApplied *out);
+extern void HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
+									  const char *state_sql, Snapshot snap, TimestampTz t,
+									  const char *values_equal, HistApplied *out);
 extern void HistApplyRetention(HistCatalog *cat, const char *storage);
 
 /* hist_refresh.c */

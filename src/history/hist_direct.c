@@ -1,0 +1,732 @@
+/*-------------------------------------------------------------------------
+ * hist_direct.c
+ *	  Versions written in one pass, without intermediate tables: the
+ *	  refresh's captured changes (HistApplyEventsDirect) and an in-order
+ *	  snapshot load (HistSetStateInOrderDirect).
+ *
+ *	  A query streams its rows into a DestReceiver that ends and opens
+ *	  versions through the executor's simple-relation routines (the ones
+ *	  logical replication applies changes with: constraints, index entries
+ *	  and triggers as an INSERT or UPDATE would).  The query runs under a
+ *	  snapshot whose command id is the one the writes use, so it never sees
+ *	  them.
+ *
+ *	  The refresh's rule is HistEventsSql's, computed per key in order:
+ *	  the key's latest stored version (an index probe, backward, on the
+ *	  storage's unique index) is the state before; of the states after
+ *	  each source transaction, those that change presence or values are
+ *	  kept; the k-th kept one takes effect at max over j <= k of (time_j -
+ *	  j us) + k us, so the times of a key strictly increase; each ends
+ *	  where the next kept one takes effect.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "commands/trigger.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+
+#include "history/history.h"
+#include "mv/mv.h"
+
+/* Writes versions into the storage */
+typedef struct VersionWriter
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	EPQState	epq;
+	TupleTableSlot *oldslot;
+	TupleTableSlot *newslot;
+	int			ncols;			/* view columns */
+	AttrNumber *colatt;			/* storage attnum of each, view order */
+	AttrNumber	from_att;
+	AttrNumber	to_att;
+	Snapshot	snap;			/* the reading query's: where ends are fetched */
+	int64		opened;
+	int64		closed;
+} VersionWriter;
+
+static AttrNumber
+storage_attnum(Relation rel, const char *name)
+{
+	AttrNumber	att = attnameAttNum(rel, name, false);
+
+	if (att <= 0)
+		elog(ERROR, "history storage \"%s\" lacks column \"%s\"",
+			 RelationGetRelationName(rel), name);
+	return att;
+}
+
+static void
+writer_begin(VersionWriter *w, HistDef *def, Oid storage_oid, Snapshot snap)
+{
+	RangeTblEntry *rte;
+	ListCell   *lc;
+
+	memset(w, 0, sizeof(*w));
+	w->rel = table_open(storage_oid, RowExclusiveLock);
+	w->ncols = list_length(def->columns);
+	w->colatt = palloc(sizeof(AttrNumber) * w->ncols);
+	foreach(lc, def->columns)
+		w->colatt[foreach_current_index(lc)] =
+			storage_attnum(w->rel, ((HistColumn *) lfirst(lc))->name);
+	w->from_att = storage_attnum(w->rel, "valid_from");
+	w->to_att = storage_attnum(w->rel, "valid_to");
+	w->snap = snap;
+
+	w->estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = storage_oid;
+	rte->relkind = RELKIND_RELATION;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(w->estate, list_make1(rte));
+	w->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(w->rri, w->rel, 1, NULL, 0);
+	w->estate->es_opened_result_relations = list_make1(w->rri);
+	w->estate->es_output_cid = GetCurrentCommandId(true);
+	w->estate->es_snapshot = snap;
+	ExecOpenIndices(w->rri, false);
+	EvalPlanQualInit(&w->epq, w->estate, NULL, NIL, -1);
+	AfterTriggerBeginQuery();
+	w->oldslot = table_slot_create(w->rel, NULL);
+	w->newslot = MakeSingleTupleTableSlot(RelationGetDescr(w->rel), &TTSOpsVirtual);
+}
+
+/* Open a version: view columns' values (view order), [from, to) */
+static void
+writer_open(VersionWriter *w, Datum *values, bool *nulls, TimestampTz from, TimestampTz to)
+{
+	TupleTableSlot *slot = w->newslot;
+	int			i;
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	for (i = 0; i < w->ncols; i++)
+	{
+		slot->tts_values[w->colatt[i] - 1] = values[i];
+		slot->tts_isnull[w->colatt[i] - 1] = nulls[i];
+	}
+	slot->tts_values[w->from_att - 1] = TimestampTzGetDatum(from);
+	slot->tts_isnull[w->from_att - 1] = false;
+	slot->tts_values[w->to_att - 1] = TimestampTzGetDatum(to);
+	slot->tts_isnull[w->to_att - 1] = false;
+	ExecStoreVirtualTuple(slot);
+	ExecSimpleRelationInsert(w->rri, w->estate, slot);
+	ResetPerTupleExprContext(w->estate);
+	w->opened++;
+}
+
+/* End the current version at tid (visible in the query's snapshot) at to */
+static void
+writer_end(VersionWriter *w, ItemPointer tid, TimestampTz to)
+{
+	TupleTableSlot *slot = w->newslot;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	if (!table_tuple_fetch_row_version(w->rel, tid, w->snap, w->oldslot))
+		elog(ERROR, "history version (%u,%u) vanished during the refresh",
+			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid));
+	slot_getallattrs(w->oldslot);
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, w->oldslot->tts_values, sizeof(Datum) * natts);
+	memcpy(slot->tts_isnull, w->oldslot->tts_isnull, sizeof(bool) * natts);
+	slot->tts_values[w->to_att - 1] = TimestampTzGetDatum(to);
+	slot->tts_isnull[w->to_att - 1] = false;
+	ExecStoreVirtualTuple(slot);
+	ExecSimpleRelationUpdate(w->rri, w->estate, &w->epq, w->oldslot, slot);
+	ResetPerTupleExprContext(w->estate);
+	w->closed++;
+}
+
+static void
+writer_finish(VersionWriter *w)
+{
+	AfterTriggerEndQuery(w->estate);
+	EvalPlanQualEnd(&w->epq);
+	ExecDropSingleTupleTableSlot(w->oldslot);
+	ExecDropSingleTupleTableSlot(w->newslot);
+	ExecCloseIndices(w->rri);
+	FreeExecutorState(w->estate);
+	table_close(w->rel, NoLock);
+}
+
+/*
+ * Make snap (or a new snapshot) current with the command id the writes
+ * will use: the query run under it does not see them.
+ */
+static Snapshot
+begin_stream(Snapshot snap)
+{
+	CommandCounterIncrement();
+	PushCopiedSnapshot(snap ? snap : GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	return GetActiveSnapshot();
+}
+
+/* Run sql under the current snapshot, streaming its rows into dest */
+static void
+run_into(const char *sql, int nargs, Oid *types, Datum *args, DestReceiver *dest)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	SPIExecuteOptions opts = {0};
+	ParamListInfo params = NULL;
+	int			rc;
+	int			i;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	if (nargs > 0)
+	{
+		params = makeParamList(nargs);
+		for (i = 0; i < nargs; i++)
+		{
+			params->params[i].value = args[i];
+			params->params[i].isnull = false;
+			params->params[i].pflags = PARAM_FLAG_CONST;
+			params->params[i].ptype = types[i];
+		}
+	}
+	opts.params = params;
+	opts.read_only = true;		/* keeps the snapshot and its command id */
+	opts.dest = dest;
+	rc = SPI_execute_plan_extended(plan, &opts);
+	if (rc < 0)
+		elog(ERROR, "history statement failed (%d): %s", rc, sql);
+	SPI_freeplan(plan);
+}
+
+/* After the writes: later statements see them */
+static void
+end_stream(void)
+{
+	PopActiveSnapshot();
+	CommandCounterIncrement();
+}
+
+/* Equality of two values as the SQL's IS NOT DISTINCT FROM with "=" (or by text) */
+typedef struct ValueEq
+{
+	FmgrInfo	eq;
+	bool		has_eq;
+	Oid			collation;
+	FmgrInfo	out;
+} ValueEq;
+
+static void
+value_eq_init(ValueEq *e, Oid typid, Oid collation)
+{
+	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR_FINFO);
+	Oid			outfn;
+	bool		varlena;
+
+	e->has_eq = OidIsValid(tc->eq_opr);
+	if (e->has_eq)
+		fmgr_info(tc->eq_opr_finfo.fn_oid, &e->eq);
+	e->collation = collation;
+	getTypeOutputInfo(typid, &outfn, &varlena);
+	fmgr_info(outfn, &e->out);
+}
+
+static bool
+value_eq(ValueEq *e, Datum a, bool anull, Datum b, bool bnull)
+{
+	if (anull || bnull)
+		return anull && bnull;
+	if (e->has_eq)
+		return DatumGetBool(FunctionCall2Coll(&e->eq, e->collation, a, b));
+	return strcmp(OutputFunctionCall(&e->out, a), OutputFunctionCall(&e->out, b)) == 0;
+}
+
+/* ---------------------------------------------------------------------
+ * The refresh: captured changes in key and commit order
+ * ---------------------------------------------------------------------
+ */
+
+typedef enum LastKind
+{
+	LAST_NONE,					/* nothing before */
+	LAST_CURRENT,				/* the stored current version */
+	LAST_ENDED,					/* the latest stored version, ended */
+	LAST_STATE					/* a kept state of the delta */
+} LastKind;
+
+typedef struct EventReceiver
+{
+	DestReceiver pub;
+	HistDef    *def;
+	VersionWriter *w;
+	int			ncols;
+	int			nkeys;
+	int		   *keycol;			/* view column index of each key, key order */
+	bool	   *is_key;			/* per view column */
+	ValueEq    *eqs;			/* per view column (keys: the index's equality) */
+	AttrNumber	lsn_att;		/* in the query's rows */
+	AttrNumber	time_att;
+	AttrNumber	present_att;
+
+	/* the probe of a key's latest version */
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData *skeys;
+	TupleTableSlot *probe;
+
+	MemoryContext scancxt;		/* the probe's: it allocates as it goes */
+	MemoryContext keycxt;		/* reset per key */
+	MemoryContext rowcxt;		/* reset per row */
+
+	/* the key being read */
+	bool		have_key;
+	Datum	   *keyvals;		/* per view column (keys only) */
+	XLogRecPtr	last_lsn;
+
+	/* the last kept row of the key */
+	LastKind	last;
+	bool		last_present;
+	Datum	   *last_values;
+	bool	   *last_nulls;
+	TimestampTz last_eff;
+	ItemPointerData last_tid;
+	int			rn;
+	TimestampTz running;		/* max of time_j - j us */
+} EventReceiver;
+
+/* The storage's unique btree index on (keys, valid_from), or NULL */
+static Relation
+open_key_index(Relation rel, HistDef *def, VersionWriter *w, int *keycol)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	int			nkeys = list_length(def->keys);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index ix = index->rd_index;
+		bool		ok = ix->indisunique && ix->indisvalid && index->rd_rel->relam == BTREE_AM_OID &&
+			ix->indnkeyatts == nkeys + 1 && RelationGetIndexExpressions(index) == NIL &&
+			RelationGetIndexPredicate(index) == NIL;
+		int			i;
+
+		for (i = 0; ok && i < nkeys; i++)
+			ok = ix->indkey.values[i] == w->colatt[keycol[i]];
+		if (ok && ix->indkey.values[nkeys] == w->from_att)
+			return index;
+		index_close(index, AccessShareLock);
+	}
+	return NULL;
+}
+
+static void
+events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+events_shutdown(DestReceiver *self)
+{
+}
+
+static void
+events_destroy(DestReceiver *self)
+{
+}
+
+/* The kept row before one that takes effect at eff is written */
+static void
+flush_last(EventReceiver *r, TimestampTz eff)
+{
+	if (r->last == LAST_CURRENT)
+		writer_end(r->w, &r->last_tid, eff);
+	else if (r->last == LAST_STATE && r->last_present)
+		writer_open(r->w, r->last_values, r->last_nulls, r->last_eff, eff);
+}
+
+/* A row is kept: number it, give it its effective time */
+static TimestampTz
+take_effect(EventReceiver *r, TimestampTz time)
+{
+	TimestampTz candidate;
+
+	r->rn++;
+	candidate = time - r->rn;
+	if (r->rn == 1 || candidate > r->running)
+		r->running = candidate;
+	return r->running + r->rn;
+}
+
+/* Remember values (view order) as the last kept row's, in keycxt */
+static void
+keep_values(EventReceiver *r, Datum *values, bool *nulls)
+{
+	MemoryContext old = MemoryContextSwitchTo(r->keycxt);
+	int			i;
+
+	for (i = 0; i < r->ncols; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(r->w->rel), r->w->colatt[i] - 1);
+
+		r->last_nulls[i] = nulls[i];
+		r->last_values[i] = nulls[i] ? (Datum) 0 : datumCopy(values[i], att->attbyval, att->attlen);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* The key's latest stored version: the state before its changes */
+static void
+probe_key(EventReceiver *r, Datum *values)
+{
+	MemoryContext old;
+	bool		found;
+	int			i;
+
+	r->last = LAST_NONE;
+	r->last_present = false;
+	r->rn = 0;
+	if (r->index == NULL)
+		elog(ERROR, "history storage has no index on its key");
+	for (i = 0; i < r->nkeys; i++)
+		r->skeys[i].sk_argument = values[r->keycol[i]];
+	old = MemoryContextSwitchTo(r->scancxt);
+	index_rescan(r->scan, r->skeys, r->nkeys, NULL, 0);
+	found = index_getnext_slot(r->scan, BackwardScanDirection, r->probe);
+	MemoryContextSwitchTo(old);
+	if (found)
+	{
+		bool		isnull;
+		TimestampTz from = DatumGetTimestampTz(slot_getattr(r->probe, r->w->from_att, &isnull));
+		TimestampTz to = DatumGetTimestampTz(slot_getattr(r->probe, r->w->to_att, &isnull));
+
+		if (TIMESTAMP_IS_NOEND(to))
+		{
+			Datum	   *vals = palloc(sizeof(Datum) * r->ncols);
+			bool	   *nulls = palloc(sizeof(bool) * r->ncols);
+
+			for (i = 0; i < r->ncols; i++)
+				vals[i] = slot_getattr(r->probe, r->w->colatt[i], &nulls[i]);
+			keep_values(r, vals, nulls);
+			r->last = LAST_CURRENT;
+			r->last_present = true;
+			r->last_tid = r->probe->tts_tid;
+			r->last_eff = take_effect(r, from);
+		}
+		else
+		{
+			r->last = LAST_ENDED;
+			r->last_eff = take_effect(r, to - 1);
+		}
+	}
+}
+
+/* The key's last kept state holds until a later change (or for good) */
+static void
+finish_key(EventReceiver *r)
+{
+	if (r->have_key && r->last == LAST_STATE && r->last_present)
+		writer_open(r->w, r->last_values, r->last_nulls, r->last_eff, DT_NOEND);
+	r->have_key = false;
+}
+
+static bool
+same_key(EventReceiver *r, Datum *values)
+{
+	int			i;
+
+	for (i = 0; i < r->nkeys; i++)
+	{
+		int			c = r->keycol[i];
+
+		if (!value_eq(&r->eqs[c], r->keyvals[c], false, values[c], false))
+			return false;
+	}
+	return true;
+}
+
+static bool
+events_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	EventReceiver *r = (EventReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(r->rowcxt);
+	Datum	   *values;
+	bool	   *nulls;
+	XLogRecPtr	lsn;
+	TimestampTz time;
+	bool		present;
+	bool		isnull;
+	bool		kept;
+	int			i;
+
+	slot_getallattrs(slot);
+	values = slot->tts_values;
+	nulls = slot->tts_isnull;
+	for (i = 0; i < r->nkeys; i++)
+		if (nulls[r->keycol[i]])
+			HistKeyMissing(r->def);
+	lsn = DatumGetLSN(slot_getattr(slot, r->lsn_att, &isnull));
+	time = DatumGetTimestampTz(slot_getattr(slot, r->time_att, &isnull));
+	present = DatumGetBool(slot_getattr(slot, r->present_att, &isnull));
+
+	if (!r->have_key || !same_key(r, values))
+	{
+		finish_key(r);
+		MemoryContextReset(r->keycxt);
+		MemoryContextSwitchTo(r->keycxt);
+		for (i = 0; i < r->nkeys; i++)
+		{
+			int			c = r->keycol[i];
+			Form_pg_attribute att = TupleDescAttr(slot->tts_tupleDescriptor, c);
+
+			r->keyvals[c] = datumCopy(values[c], att->attbyval, att->attlen);
+		}
+		MemoryContextSwitchTo(r->rowcxt);
+		r->have_key = true;
+		r->last_lsn = InvalidXLogRecPtr;
+		probe_key(r, values);
+	}
+	else if (lsn == r->last_lsn)
+	{
+		/* the transaction's last image came first */
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(r->rowcxt);
+		return true;
+	}
+	r->last_lsn = lsn;
+
+	kept = present != r->last_present;
+	if (!kept && present)
+	{
+		for (i = 0; i < r->ncols && !kept; i++)
+			if (!r->is_key[i])
+				kept = !value_eq(&r->eqs[i], r->last_values[i], r->last_nulls[i],
+								 values[i], nulls[i]);
+	}
+	if (kept)
+	{
+		TimestampTz eff = take_effect(r, time);
+
+		flush_last(r, eff);
+		r->last = LAST_STATE;
+		r->last_present = present;
+		r->last_eff = eff;
+		if (present)
+			keep_values(r, values, nulls);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(r->rowcxt);
+	return true;
+}
+
+/*
+ * Apply the captured changes (no TRUNCATE among them) of the change-log
+ * rows delta_rows_sql gives (HistDeltaRowsSql) to the storage.  False
+ * when the storage lacks its key index (then nothing was done).
+ */
+bool
+HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
+					  HistApplied *out)
+{
+	EventReceiver r = {0};
+	VersionWriter w;
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	char	   *sql;
+	Snapshot	snap;
+	ListCell   *lc;
+	int			i;
+
+	r.def = def;
+	r.ncols = list_length(def->columns);
+	r.nkeys = list_length(def->keys);
+	r.keycol = palloc(sizeof(int) * r.nkeys);
+	r.is_key = palloc0(sizeof(bool) * r.ncols);
+	r.eqs = palloc0(sizeof(ValueEq) * r.ncols);
+	foreach(lc, def->keys)
+	{
+		ListCell   *lv;
+
+		foreach(lv, def->columns)
+			if (lfirst(lv) == lfirst(lc))
+				r.keycol[foreach_current_index(lc)] = foreach_current_index(lv);
+	}
+
+	snap = begin_stream(NULL);
+	writer_begin(&w, def, storage_oid, snap);
+	r.w = &w;
+	r.index = open_key_index(w.rel, def, &w, r.keycol);
+	if (r.index == NULL)
+	{
+		writer_finish(&w);
+		end_stream();
+		return false;
+	}
+
+	/* keys compare as the index does; values as the SQL rule's "=" */
+	r.skeys = palloc0(sizeof(ScanKeyData) * r.nkeys);
+	for (i = 0; i < r.nkeys; i++)
+	{
+		Oid			opfamily = r.index->rd_opfamily[i];
+		Oid			intype = r.index->rd_opcintype[i];
+		Oid			eqop = get_opfamily_member(opfamily, intype, intype, BTEqualStrategyNumber);
+		int			c = r.keycol[i];
+
+		if (!OidIsValid(eqop))
+			elog(ERROR, "no equality operator for key column %d of the history storage", i + 1);
+		r.is_key[c] = true;
+		fmgr_info(get_opcode(eqop), &r.eqs[c].eq);
+		r.eqs[c].has_eq = true;
+		r.eqs[c].collation = r.index->rd_indcollation[i];
+		ScanKeyInit(&r.skeys[i], i + 1, BTEqualStrategyNumber, get_opcode(eqop), (Datum) 0);
+		r.skeys[i].sk_collation = r.index->rd_indcollation[i];
+	}
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+
+		if (!col->is_key)
+			value_eq_init(&r.eqs[foreach_current_index(lc)], col->typid, col->collation);
+	}
+	r.lsn_att = r.ncols + 1;
+	r.time_att = r.ncols + 2;
+	r.present_att = r.ncols + 3;
+	r.keyvals = palloc0(sizeof(Datum) * r.ncols);
+	r.last_values = palloc0(sizeof(Datum) * r.ncols);
+	r.last_nulls = palloc0(sizeof(bool) * r.ncols);
+	r.keycxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc history key", ALLOCSET_DEFAULT_SIZES);
+	r.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc history row", ALLOCSET_DEFAULT_SIZES);
+	r.scancxt = CurrentMemoryContext;
+	r.scan = index_beginscan(w.rel, r.index, snap, r.nkeys, 0);
+	r.probe = table_slot_create(w.rel, NULL);
+	r.pub.receiveSlot = events_receive;
+	r.pub.rStartup = events_startup;
+	r.pub.rShutdown = events_shutdown;
+	r.pub.rDestroy = events_destroy;
+	r.pub.mydest = DestNone;
+
+	/*
+	 * Per key and transaction, the last image first (a later sequence
+	 * number; a new image before the old one of the same change).
+	 */
+	sql = psprintf("SELECT %s, d._mvinc_lsn, d._mvinc_time, d._mvinc_new AND d._mvinc_in "
+				   "FROM (%s) d ORDER BY %s, d._mvinc_lsn, d._mvinc_seq DESC, d._mvinc_new DESC",
+				   HistColumnListSql(def, true, true, "d"), delta_rows_sql, keys);
+	run_into(sql, 0, NULL, NULL, (DestReceiver *) &r);
+	finish_key(&r);
+
+	index_endscan(r.scan);
+	ExecDropSingleTupleTableSlot(r.probe);
+	index_close(r.index, AccessShareLock);
+	MemoryContextDelete(r.keycxt);
+	MemoryContextDelete(r.rowcxt);
+	writer_finish(&w);
+	end_stream();
+	out->opened = w.opened;
+	out->closed = w.closed;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * An in-order snapshot load: the diff against the current versions
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct DiffReceiver
+{
+	DestReceiver pub;
+	VersionWriter *w;
+	TimestampTz t;
+	HistApplied *out;
+} DiffReceiver;
+
+/* Rows: ctid of the current version or NULL, in, covered, view columns */
+static bool
+diff_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	DiffReceiver *r = (DiffReceiver *) self;
+	bool		in;
+	bool		covered;
+
+	slot_getallattrs(slot);
+	in = DatumGetBool(slot->tts_values[1]);
+	covered = DatumGetBool(slot->tts_values[2]);
+	if (covered)
+		writer_end(r->w, (ItemPointer) DatumGetPointer(slot->tts_values[0]), r->t);
+	if (in)
+		writer_open(r->w, slot->tts_values + 3, slot->tts_isnull + 3, r->t, DT_NOEND);
+	if (in && covered)
+		r->out->changed_keys++;
+	else if (in)
+		r->out->new_keys++;
+	else
+		r->out->closed_keys++;
+	return true;
+}
+
+/*
+ * The state at t (state_sql's rows, read under snap when given) holds
+ * from t on, and no version starts or ends after t: the current versions
+ * of keys that left or changed end at t, new and changed keys open a
+ * version at t.
+ */
+void
+HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
+						  const char *state_sql, Snapshot snap, TimestampTz t,
+						  const char *values_equal, HistApplied *out)
+{
+	DiffReceiver r = {0};
+	VersionWriter w;
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	StringInfoData sql;
+	Snapshot	fetch;
+	ListCell   *lc;
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		args[1] = {TimestampTzGetDatum(t)};
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT o._mvinc_ctid, f._mvinc_f IS NOT NULL, o._mvinc_o IS NOT NULL");
+	foreach(lc, def->columns)
+	{
+		HistColumn *col = lfirst(lc);
+
+		appendStringInfo(&sql, ", %s%s", col->is_key ? "" : "f.", quote_identifier(col->name));
+	}
+	appendStringInfo(&sql, " FROM (SELECT s.*, true AS _mvinc_f FROM (%s) s) f "
+					 "FULL JOIN (SELECT h.*, h.ctid AS _mvinc_ctid, true AS _mvinc_o FROM %s h "
+					 "           WHERE h.valid_to = 'infinity') o USING (%s) "
+					 "WHERE f._mvinc_f IS NULL OR o._mvinc_o IS NULL OR NOT (%s)",
+					 state_sql, storage, keys, values_equal);
+
+	fetch = begin_stream(snap);
+	writer_begin(&w, def, storage_oid, fetch);
+	r.w = &w;
+	r.t = t;
+	r.out = out;
+	r.pub.receiveSlot = diff_receive;
+	r.pub.rStartup = events_startup;
+	r.pub.rShutdown = events_shutdown;
+	r.pub.rDestroy = events_destroy;
+	r.pub.mydest = DestNone;
+	run_into(sql.data, 1, types, args, (DestReceiver *) &r);
+	writer_finish(&w);
+	end_stream();
+	out->opened = w.opened;
+	out->closed = w.closed;
+}
