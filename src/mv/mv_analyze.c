@@ -18,10 +18,12 @@
 #include "miscadmin.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "executor/executor.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -57,6 +59,7 @@ refuse(const char *detail, const char *hint)
 }
 
 static Node *keep_explicit_collation(Node *key, Node *repl);
+static Oid	type_user_function(Oid typid, int depth);
 
 /* Walker state: finds the first offending node in an expression */
 typedef struct CheckCtx
@@ -142,6 +145,120 @@ check_expr(Node *node, const char *where)
 	if (contain_mutable_functions(node))
 		refuse(psprintf("The %s uses an expression that is not immutable.", where),
 			   "Use only immutable functions and operators in an incremental view.");
+}
+
+/* check_functions_in_node callback: remember the first user-defined function */
+static bool
+user_func_checker(Oid func_id, void *context)
+{
+	Oid		   *found = (Oid *) context;
+
+	if (func_id >= FirstNormalObjectId && !OidIsValid(*found) &&
+		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
+		*found = func_id;
+	return false;
+}
+
+static bool
+user_func_walker(Node *node, Oid *found)
+{
+	if (node == NULL)
+		return false;
+	check_functions_in_node(node, user_func_checker, found);
+	return expression_tree_walker(node, user_func_walker, found);
+}
+
+/*
+ * The first user-defined function a value of type typid can run when it
+ * is cast or stored: one called by a CHECK constraint of a domain, of the
+ * domains under it, or of the domains its elements, fields or range
+ * bounds are.  Refresh and reads compute and store values with elevated
+ * rights, so a non-superuser's view must not lead to such a function.
+ */
+Oid
+MvTypeUserFunction(Oid typid)
+{
+	return type_user_function(typid, 0);
+}
+
+static Oid
+type_user_function(Oid typid, int depth)
+{
+	HeapTuple	tup;
+	Form_pg_type typ;
+	Oid			found = InvalidOid;
+
+	check_stack_depth();
+	if (depth > 32 || typid < FirstGenbkiObjectId)
+		return InvalidOid;
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	typ = (Form_pg_type) GETSTRUCT(tup);
+	if (typ->typtype == TYPTYPE_DOMAIN)
+	{
+		Relation	con = table_open(ConstraintRelationId, AccessShareLock);
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	ctup;
+
+		ScanKeyInit(&key, Anum_pg_constraint_contypid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(typid));
+		scan = systable_beginscan(con, ConstraintTypidIndexId, true, NULL, 1, &key);
+		while (!OidIsValid(found) && HeapTupleIsValid(ctup = systable_getnext(scan)))
+		{
+			bool		isnull;
+			Datum		bin = heap_getattr(ctup, Anum_pg_constraint_conbin,
+										   RelationGetDescr(con), &isnull);
+
+			if (!isnull)
+				(void) user_func_walker(stringToNode(TextDatumGetCString(bin)), &found);
+		}
+		systable_endscan(scan);
+		table_close(con, AccessShareLock);
+		if (!OidIsValid(found))
+			found = type_user_function(typ->typbasetype, depth + 1);
+	}
+	else if (IsTrueArrayType(typ))
+		found = type_user_function(typ->typelem, depth + 1);
+	else if (typ->typtype == TYPTYPE_COMPOSITE && OidIsValid(typ->typrelid))
+	{
+		Relation	rel = relation_open(typ->typrelid, AccessShareLock);
+		TupleDesc	desc = RelationGetDescr(rel);
+		int			i;
+
+		for (i = 0; i < desc->natts && !OidIsValid(found); i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				found = type_user_function(TupleDescAttr(desc, i)->atttypid, depth + 1);
+		relation_close(rel, AccessShareLock);
+	}
+	else if (typ->typtype == TYPTYPE_RANGE)
+		found = type_user_function(get_range_subtype(typid), depth + 1);
+	else if (typ->typtype == TYPTYPE_MULTIRANGE)
+		found = type_user_function(get_multirange_range(typid), depth + 1);
+	ReleaseSysCache(tup);
+	return found;
+}
+
+/* The first user-defined function a column of relid can run (MvTypeUserFunction) */
+Oid
+MvRelationUserFunction(Oid relid, AttrNumber *attnum)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			found = InvalidOid;
+	int			i;
+
+	for (i = 0; i < desc->natts && !OidIsValid(found); i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		found = MvTypeUserFunction(TupleDescAttr(desc, i)->atttypid);
+		if (OidIsValid(found) && attnum)
+			*attnum = i + 1;
+	}
+	relation_close(rel, AccessShareLock);
+	return found;
 }
 
 /* Find the target entry whose ressortgroupref is ref */
@@ -298,6 +415,16 @@ check_from(Query *q)
 		refuse(psprintf("The source \"%s\" is a system or mvinc table.",
 						RelationGetRelationName(rel)),
 			   "Define the view on a user table.");
+	if (!superuser())
+	{
+		AttrNumber	attnum = 0;
+		Oid			func = MvRelationUserFunction(rte->relid, &attnum);
+
+		if (OidIsValid(func))
+			refuse(psprintf("Column \"%s\" of the source is of a type whose domain constraint calls the user-defined function %s.",
+							get_attname(rte->relid, attnum, false), format_procedure(func)),
+				   "Only a superuser can create such a view, because refresh and reads cast and store values with elevated rights.");
+	}
 	relation_close(rel, AccessShareLock);
 	return rtindex;
 }
@@ -667,6 +794,19 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			   "Remove the locking clause.");
 
 	rtindex = check_from(q);
+	if (!superuser())
+	{
+		foreach(lc, q->targetList)
+		{
+			TargetEntry *tle = lfirst(lc);
+			Oid			func = MvTypeUserFunction(exprType((Node *) tle->expr));
+
+			if (OidIsValid(func))
+				refuse(psprintf("Column \"%s\" is of a type whose domain constraint calls the user-defined function %s.",
+								tle->resname ? tle->resname : "?", format_procedure(func)),
+					   "Only a superuser can create such a view, because refresh and reads cast and store values with elevated rights.");
+		}
+	}
 	def->sourceid = rt_fetch(rtindex, q->rtable)->relid;
 	def->query = query;
 

@@ -29,6 +29,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/ruleutils.h"
@@ -37,6 +38,7 @@
 #include "history/history.h"
 #include "mv/mv.h"
 
+static void refuse_user_code_in_sources(Oid relid);
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* Pass a statement on down the hook chain */
@@ -774,6 +776,25 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				return;
 			readOnlyTree = false;
 		}
+		if (!superuser() && (stmt->objtype == OBJECT_TYPE || stmt->objtype == OBJECT_TABLE))
+		{
+			Oid			relid = stmt->objtype == OBJECT_TABLE ?
+				RangeVarGetRelid(stmt->relation, NoLock, true) : InvalidOid;
+
+			call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+			CommandCounterIncrement();
+			/* a composite type may be any tracked table's column type */
+			if (stmt->objtype == OBJECT_TYPE || OidIsValid(relid))
+				refuse_user_code_in_sources(relid);
+			return;
+		}
+	}
+	else if (IsA(parsetree, AlterDomainStmt) && MvincExtensionReady() && !superuser())
+	{
+		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		CommandCounterIncrement();
+		refuse_user_code_in_sources(InvalidOid);
+		return;
 	}
 	else if (IsA(parsetree, DropdbStmt))
 	{
@@ -806,6 +827,64 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			refuse_into(stmt->relation, "copy into");
 	}
 	call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+}
+
+/*
+ * After a non-superuser's ALTER DOMAIN, ALTER TYPE or ALTER TABLE: no
+ * column of a tracked table (of relid only, when valid) may be of a type
+ * whose domain constraint calls a user-defined function, since refresh
+ * and reads cast and store its values with elevated rights
+ * (MvTypeUserFunction).  An error undoes the statement.
+ */
+static void
+refuse_user_code_in_sources(Oid relid)
+{
+	List	   *sources = NIL;
+	ListCell   *lc;
+
+	if (superuser())
+		return;
+	if (OidIsValid(relid))
+	{
+		if (!OidIsValid(MvChangeLogRelid(relid)))
+			return;
+		sources = list_make1_oid(relid);
+	}
+	else
+	{
+		uint64		i;
+
+		MvSpiConnect();
+		if (SPI_execute("SELECT relid::oid FROM mvinc.tracked", true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read mvinc.tracked");
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				sources = lappend_oid(sources, DatumGetObjectId(d));
+		}
+		MvSpiFinish();
+	}
+	foreach(lc, sources)
+	{
+		AttrNumber	attnum = 0;
+		Oid			source = lfirst_oid(lc);
+		Oid			func;
+
+		if (!OidIsValid(get_rel_type_id(source)))
+			continue;			/* dropped meanwhile */
+		func = MvRelationUserFunction(source, &attnum);
+		if (OidIsValid(func))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("column \"%s\" of table \"%s\" would be of a type whose domain constraint calls the user-defined function %s",
+							get_attname(source, attnum, false), get_rel_name(source),
+							format_procedure(func)),
+					 errdetail("The table's changes are captured for materialized views, whose refresh and reads cast and store its values with elevated rights."),
+					 errhint("Only a superuser can do this; or use a constraint that calls built-in functions only.")));
+	}
 }
 
 /* Install the ProcessUtility hook */
