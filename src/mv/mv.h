@@ -325,6 +325,8 @@ typedef enum MvReadBranch
 	MV_READ_HYBRID				/* ... and with the states of the visible delta */
 } MvReadBranch;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
+extern MvReadBranch MvDecideReadBranch(Oid viewid);
+extern void MvForgetReadDecisions(void);
 extern void MvPinReadBranch(Oid viewid, Snapshot snap, bool pin);
 extern void MvUnpinReadBranches(void);
 

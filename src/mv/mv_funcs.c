@@ -93,7 +93,7 @@ mvinc_read_path(PG_FUNCTION_ARGS)
 
 	require_view(viewid);
 	require_read_right(viewid);
-	switch (MvGetReadBranch(viewid))
+	switch (MvDecideReadBranch(viewid))
 	{
 		case MV_READ_LIVE:
 			PG_RETURN_TEXT_P(cstring_to_text("live"));

@@ -814,6 +814,7 @@ typedef struct FreshMemo
 	int64		shown_delta_rows;	/* the last delta's rows, or -1 */
 	int64		shown_replaced_rows;
 	int			pins;			/* read nodes running on this decision */
+	int			read_path;		/* mvinc.read_path when it was made */
 } FreshMemo;
 
 /*
@@ -1088,9 +1089,14 @@ memo_forget_deltas(FreshMemo *m)
 	m->shown_replaced_rows = 0;
 }
 
-/* Which branch answers a read of the view for the active snapshot? */
-MvReadBranch
-MvGetReadBranch(Oid viewid)
+/*
+ * Which branch answers a read of the view for the active snapshot?  A
+ * decision is reused under the same snapshot and mvinc.read_path; a read
+ * node's arms (guard) also take the decision of a node running under
+ * another mvinc.read_path (a cursor fetched after SET).
+ */
+static MvReadBranch
+get_read_branch(Oid viewid, bool guard)
 {
 	Snapshot	snap = GetActiveSnapshot();
 	FreshMemo  *m;
@@ -1105,7 +1111,13 @@ MvGetReadBranch(Oid viewid)
 		return MV_READ_LIVE;
 	for (i = 0; i < fresh_memo_size; i++)
 	{
-		if (memo_matches(&fresh_memo[i], viewid, snap))
+		if (memo_matches(&fresh_memo[i], viewid, snap) &&
+			fresh_memo[i].read_path == mvinc_read_path_mode)
+			return fresh_memo[i].branch;
+	}
+	for (i = 0; guard && i < fresh_memo_size; i++)
+	{
+		if (memo_matches(&fresh_memo[i], viewid, snap) && fresh_memo[i].pins > 0)
 			return fresh_memo[i].branch;
 	}
 	branch = compute_branch(viewid, &changes, &delta_snapshot, &key);
@@ -1150,8 +1162,23 @@ MvGetReadBranch(Oid viewid)
 	m->branch = branch;
 	m->delta_changes = changes;
 	m->userid = GetUserId();
+	m->read_path = mvinc_read_path_mode;
 	m->viewid = viewid;
 	return branch;
+}
+
+/* The decision for a read node that starts (or a read about to start) */
+MvReadBranch
+MvDecideReadBranch(Oid viewid)
+{
+	return get_read_branch(viewid, false);
+}
+
+/* The decision a read node's arm asks for (mvinc._read_branch) */
+MvReadBranch
+MvGetReadBranch(Oid viewid)
+{
+	return get_read_branch(viewid, true);
 }
 
 /*
@@ -1163,7 +1190,8 @@ MvPinReadBranch(Oid viewid, Snapshot snap, bool pin)
 {
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
-		if (memo_matches(&fresh_memo[i], viewid, snap))
+		if (memo_matches(&fresh_memo[i], viewid, snap) &&
+			(pin ? fresh_memo[i].read_path == mvinc_read_path_mode : fresh_memo[i].pins > 0))
 		{
 			if (pin)
 				fresh_memo[i].pins++;
@@ -1186,6 +1214,26 @@ MvUnpinReadBranches(void)
 		FreshMemo  *m = &fresh_memo[i];
 
 		m->pins = 0;
+		memo_forget_deltas(m);
+	}
+}
+
+/*
+ * A subtransaction rolled back: decisions made in it may rest on a
+ * checkpoint, storage or append rows it wrote (a refresh, a compaction)
+ * that are gone, under a snapshot that did not change.  Decisions of
+ * running read nodes (pinned) were made before it and stay.
+ */
+void
+MvForgetReadDecisions(void)
+{
+	for (int i = 0; i < fresh_memo_size; i++)
+	{
+		FreshMemo  *m = &fresh_memo[i];
+
+		if (m->pins > 0)
+			continue;
+		m->viewid = InvalidOid;
 		memo_forget_deltas(m);
 	}
 }
@@ -1381,7 +1429,7 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 				pushed = true;
 			}
 			/* (a hybrid decision keeps the snapshot its delta is read in) */
-			(void) MvGetReadBranch(rte->relid);
+			(void) MvDecideReadBranch(rte->relid);
 		}
 		if (pushed)
 			PopActiveSnapshot();

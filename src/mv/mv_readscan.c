@@ -426,7 +426,7 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 	 * transaction does, however many other decisions come in between.
 	 */
 	PushActiveSnapshot(estate->es_snapshot);
-	branch = MvGetReadBranch(rs->viewid);
+	branch = MvDecideReadBranch(rs->viewid);
 	MvPinReadBranch(rs->viewid, GetActiveSnapshot(), true);
 	rs->pinned = true;
 	rs->snapshot = estate->es_snapshot;

@@ -31,6 +31,7 @@
 #include "commands/matview.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -703,6 +704,9 @@ MvKeyEqSql(MvDef *def, const char *lalias, bool lexprs, const char *ralias)
 		rs = psprintf("%s.%s", ralias, quote_identifier(col->physname));
 		if (key_not_null(def, col))
 			appendStringInfo(&eq, "%s%s = %s", eq.len ? " AND " : "", ls, rs);
+		else if (type_is_array(getBaseType(exprType((Node *) col->expr))))
+			/* ARRAY[] of an array nests it: NULL and '{}' would both become '{}' */
+			appendStringInfo(&eq, "%s%s IS NOT DISTINCT FROM %s", eq.len ? " AND " : "", ls, rs);
 		else
 			appendStringInfo(&eq, "%sARRAY[%s] = ARRAY[%s]", eq.len ? " AND " : "", ls, rs);
 	}
