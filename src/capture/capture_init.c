@@ -12,6 +12,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -31,6 +32,9 @@
 
 #include "mvinc.h"
 #include "capture/capture.h"
+
+/* how long a RENAME COLUMN of a tracked table waits for capture */
+#define MVINC_RENAME_WAIT_MS 30000
 
 CaptureShared *MvincCaptureShared = NULL;
 MvincCaptureTickFn mvinc_capture_tick = NULL;
@@ -263,6 +267,21 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (OidIsValid(altered) && OidIsValid(MvincChangeLogRelid(altered)))
 	{
+		/*
+		 * Changes committed before this statement are decoded with the old
+		 * names and written to the change log by name: let capture write
+		 * them before the change log's column is renamed (the lock taken
+		 * keeps new ones out).
+		 */
+		if (renamed != NULL &&
+			!MvincTryWaitForCapture(MvincCaptureTarget(altered, GetXLogInsertRecPtr()),
+									MVINC_RENAME_WAIT_MS))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot rename a column of table \"%s\" now: change capture is behind",
+							get_rel_name(altered)),
+					 errdetail("Changes committed before the rename must be captured under the old name first."),
+					 errhint("Check mvinc.capture for the capture worker's state, then retry.")));
 		if (renamed != NULL)
 			MvincRenameChangeLogColumn(altered, renamed->subname, renamed->newname);
 		MvincSyncChangeLog(altered);

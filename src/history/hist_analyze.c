@@ -382,3 +382,48 @@ HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
 						 errhint("Use REPLICA IDENTITY FULL, or an index that includes the key.")));
 	}
 }
+
+/*
+ * After an ALTER TABLE or DROP INDEX on relid: each of its history views
+ * still has its key unique (a primary key or unique constraint covers it;
+ * HistDefForView checks) and in the replica identity (the old rows of updates and deletes carry
+ * it).  An error undoes the statement: without them the view could never
+ * be refreshed or read again.
+ */
+void
+HistCheckSourceKeys(Oid relid)
+{
+	List	   *views = HistViewsOfSource(relid);
+	ListCell   *lc;
+
+	foreach(lc, views)
+	{
+		Oid			viewid = lfirst_oid(lc);
+		HistCatalog *cat = HistCatalogLookup(viewid, false);
+		HistDef    *def;
+		Relation	rel;
+		char		ident;
+		Oid			index;
+		ListCell   *lk;
+
+		if (cat == NULL)
+			continue;
+		/* (refuses a source whose key lost its last unique index) */
+		def = HistDefForView(viewid, cat);
+		rel = table_open(relid, AccessShareLock);
+		ident = rel->rd_rel->relreplident;
+		index = RelationGetReplicaIndex(rel);
+		table_close(rel, AccessShareLock);
+		if (ident == REPLICA_IDENTITY_FULL)
+			continue;
+		foreach(lk, def->keys)
+			if (!OidIsValid(index) ||
+				!bms_is_member(((HistColumn *) lfirst(lk))->srcattnum, index_columns(index)))
+				ereport(ERROR,
+						(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+						 errmsg("history view \"%s\" needs its key (%s) in the replica identity of table \"%s\"",
+								get_rel_name(viewid), cat->key_list, get_rel_name(relid)),
+						 errdetail("Without it, the old rows of updates and deletes would not say which key they change."),
+						 errhint("Set REPLICA IDENTITY FULL or USING INDEX on an index that includes the key first, or drop the history view.")));
+	}
+}

@@ -307,6 +307,8 @@ HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta)
 {
 	StringInfoData sql;
 	ListCell   *lc;
+	char	   *where = def->where ?
+		psprintf("coalesce((%s), false)", MvExprSql(def->sourceid, def->where, "s")) : "true";
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT s._mvinc_lsn, s._mvinc_time, s._mvinc_seq, "
@@ -320,14 +322,12 @@ HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta)
 		if (col->is_key)
 			appendStringInfo(&sql, ", %s AS %s", expr, quote_identifier(col->name));
 		else
+			/* only for rows the view has: the query would not compute it for others */
 			appendStringInfo(&sql, ", CASE WHEN s._mvinc_image = 'n' AND s._mvinc_op <> 't' "
-							 "THEN %s END AS %s", expr, quote_identifier(col->name));
+							 "AND %s THEN %s END AS %s", where, expr, quote_identifier(col->name));
 	}
 	appendStringInfo(&sql, ", s._mvinc_image = 'n' AND s._mvinc_op <> 't' AND %s AS _mvinc_in "
-					 "FROM %s s WHERE %s",
-					 def->where ? psprintf("coalesce((%s), false)",
-										   MvExprSql(def->sourceid, def->where, "s")) : "true",
-					 changelog, delta);
+					 "FROM %s s WHERE %s", where, changelog, delta);
 	return sql.data;
 }
 

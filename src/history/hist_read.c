@@ -190,6 +190,10 @@ delta_column_type(HistDef *def, int i)
 	if (i == 5 + list_length(def->columns))
 		return "bool";
 	col = list_nth(def->columns, i - 5);
+	/* in the column's collation: keys group and compare as the view's do */
+	if (OidIsValid(col->collation))
+		return psprintf("%s COLLATE %s", MvTypeSql(col->typid, col->typmod),
+						MvCollationSql(col->collation));
 	return MvTypeSql(col->typid, col->typmod);
 }
 
@@ -264,8 +268,16 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	check_result_type(rsinfo->setDesc, cat->storage_oid);
-	/* values pass through text below: print floats exactly */
+	/*
+	 * Values pass through text below: print floats exactly, and times in a
+	 * style that reads back as the same instant (DateStyle 'SQL' prints
+	 * zone abbreviations, which can name another zone: CST, IST).
+	 */
 	(void) set_config_option("extra_float_digits", "1", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	/*
 	 * SERIALIZABLE: the SIREAD lock and conflicts a scan of the source would

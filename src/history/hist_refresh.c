@@ -45,7 +45,11 @@ PG_FUNCTION_INFO_V1(mvinc_on_history_drop);
 /* mv_refresh.c: storage tables may be written while > 0 */
 extern int	mvinc_refresh_depth;
 
-/* The view's columns computed over alias s of from, rows passing WHERE */
+/*
+ * The view's columns computed over alias s of from, rows passing WHERE;
+ * in the view's types with their modifiers (a snapshot table's numeric(10,4)
+ * is rounded as storing it in the view's numeric(6,2) would)
+ */
 static char *
 state_sql(HistDef *def, const char *from)
 {
@@ -57,10 +61,12 @@ state_sql(HistDef *def, const char *from)
 	foreach(lc, def->columns)
 	{
 		HistColumn *col = lfirst(lc);
+		char	   *expr = MvExprSql(def->sourceid, (Node *) col->expr, "s");
 
+		if (col->typmod >= 0)
+			expr = psprintf("(%s)::%s", expr, MvTypeSql(col->typid, col->typmod));
 		appendStringInfo(&sql, "%s%s AS %s", foreach_current_index(lc) ? ", " : "",
-						 MvExprSql(def->sourceid, (Node *) col->expr, "s"),
-						 quote_identifier(col->name));
+						 expr, quote_identifier(col->name));
 	}
 	appendStringInfo(&sql, " FROM %s s", from);
 	if (def->where)

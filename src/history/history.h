@@ -87,6 +87,7 @@ extern HistDef *HistAnalyze(Query *query, List *colnames, const char *viewname,
 extern HistDef *HistDefForView(Oid viewid, HistCatalog *cat);
 extern Query *HistAddIntervalColumns(Query *query);
 extern void HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri);
+extern void HistCheckSourceKeys(Oid relid);
 extern List *HistViewsOfSource(Oid relid);
 
 /* hist_catalog.c */

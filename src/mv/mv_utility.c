@@ -13,6 +13,7 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -487,6 +488,20 @@ refuse_new_child(RangeVar *parent_rv, const char *child)
 					 errhint("Define the view with FROM ONLY %s, or drop it first.",
 							 quote_identifier(get_rel_name(parent)))));
 	}
+	foreach(lc, HistViewsOfSource(parent))
+	{
+		Oid			viewid = lfirst_oid(lc);
+
+		if (MvViewReadsChildren(viewid, parent))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot make \"%s\" an inheritance child of \"%s\"",
+							child, get_rel_name(parent)),
+					 errdetail("History view \"%s\" reads \"%s\" with its inheritance children, whose changes are not captured.",
+							   get_rel_name(viewid), get_rel_name(parent)),
+					 errhint("Define the view with FROM ONLY %s, or drop it first.",
+							 quote_identifier(get_rel_name(parent)))));
+	}
 }
 
 /* Has the table a primary key? */
@@ -776,7 +791,7 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				return;
 			readOnlyTree = false;
 		}
-		if (!superuser() && (stmt->objtype == OBJECT_TYPE || stmt->objtype == OBJECT_TABLE))
+		if (stmt->objtype == OBJECT_TYPE || stmt->objtype == OBJECT_TABLE)
 		{
 			Oid			relid = stmt->objtype == OBJECT_TABLE ?
 				RangeVarGetRelid(stmt->relation, NoLock, true) : InvalidOid;
@@ -786,8 +801,30 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			/* a composite type may be any tracked table's column type */
 			if (stmt->objtype == OBJECT_TYPE || OidIsValid(relid))
 				refuse_user_code_in_sources(relid);
+			if (OidIsValid(relid))
+				HistCheckSourceKeys(relid);
 			return;
 		}
+	}
+	else if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_INDEX &&
+			 MvincExtensionReady())
+	{
+		List	   *tables = NIL;
+		ListCell   *lc;
+
+		/* the tables whose indexes go: a history view's key may lose its unique index */
+		foreach(lc, ((DropStmt *) parsetree)->objects)
+		{
+			Oid			index = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
+
+			if (OidIsValid(index) && get_rel_relkind(index) == RELKIND_INDEX)
+				tables = lappend_oid(tables, IndexGetRelation(index, false));
+		}
+		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		CommandCounterIncrement();
+		foreach(lc, tables)
+			HistCheckSourceKeys(lfirst_oid(lc));
+		return;
 	}
 	else if (IsA(parsetree, AlterDomainStmt) && MvincExtensionReady() && !superuser())
 	{
