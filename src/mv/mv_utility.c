@@ -821,6 +821,9 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				tables = lappend_oid(tables, IndexGetRelation(index, false));
 		}
 		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		/* (CONCURRENTLY has committed the drop: an error could not undo it) */
+		if (((DropStmt *) parsetree)->concurrent)
+			return;
 		CommandCounterIncrement();
 		foreach(lc, tables)
 			HistCheckSourceKeys(lfirst_oid(lc));
