@@ -474,7 +474,7 @@ refuse_new_child(RangeVar *parent_rv, const char *child)
 
 	if (!OidIsValid(parent))
 		return;
-	foreach(lc, MvViewsOfSource(parent))
+	foreach(lc, list_concat(MvViewsOfSource(parent), HistViewsOfSource(parent)))
 	{
 		Oid			viewid = lfirst_oid(lc);
 
@@ -483,21 +483,9 @@ refuse_new_child(RangeVar *parent_rv, const char *child)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot make \"%s\" an inheritance child of \"%s\"",
 							child, get_rel_name(parent)),
-					 errdetail("Incremental materialized view \"%s\" reads \"%s\" with its inheritance children, whose changes are not captured.",
-							   get_rel_name(viewid), get_rel_name(parent)),
-					 errhint("Define the view with FROM ONLY %s, or drop it first.",
-							 quote_identifier(get_rel_name(parent)))));
-	}
-	foreach(lc, HistViewsOfSource(parent))
-	{
-		Oid			viewid = lfirst_oid(lc);
-
-		if (MvViewReadsChildren(viewid, parent))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot make \"%s\" an inheritance child of \"%s\"",
-							child, get_rel_name(parent)),
-					 errdetail("History view \"%s\" reads \"%s\" with its inheritance children, whose changes are not captured.",
+					 errdetail("%s \"%s\" reads \"%s\" with its inheritance children, whose changes are not captured.",
+							   MvIsHistoryView(viewid) ? "History view" :
+							   "Incremental materialized view",
 							   get_rel_name(viewid), get_rel_name(parent)),
 					 errhint("Define the view with FROM ONLY %s, or drop it first.",
 							 quote_identifier(get_rel_name(parent)))));
