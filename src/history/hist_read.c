@@ -239,7 +239,9 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	 * it so) gets nothing or an error: the rows are the whole view's,
 	 * which that plain view may not show.
 	 */
-	may_select = pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+	/* (column privileges on every column are as good: the rows carry them all) */
+	may_select = pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck_all(viewid, GetUserId(), ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK;
 	if (!may_select && !MvMayReadView(viewid))
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_MATVIEW, get_rel_name(viewid));
 
@@ -344,7 +346,7 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("history view \"%s\" has changes not refreshed yet, and only its own readers see them",
 						get_rel_name(viewid)),
-				 errdetail("This query reads it through another view; applying its pending changes needs SELECT on \"%s\" itself.",
+				 errdetail("Applying its pending changes computes every column of its rows, which needs SELECT on all of \"%s\" (this query reads it through another view, or may read only some of its columns).",
 						   get_rel_name(viewid)),
 				 errhint("Refresh the view (REFRESH MATERIALIZED VIEW), or grant SELECT on it.")));
 	def = HistDefForView(viewid, cat);
