@@ -80,3 +80,83 @@ CREATE FUNCTION mvinc.agg_combine_final(aggfn regprocedure, a bytea, b bytea, c 
                                         result anyelement, sample "any")
     RETURNS anyelement LANGUAGE c CALLED ON NULL INPUT STABLE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'mvinc_agg_combine_final';
+
+-- history_views shows each view's storage, and history_check reads the
+-- view's own names of its key and interval (a view column may be renamed)
+CREATE OR REPLACE VIEW mvinc.history_views AS
+    SELECT h.view, h.source, h.key_columns, h.feed, h.history_start, h.retention,
+           h.last_refresh, h.last_changes,
+           (SELECT pg_catalog.max(l.as_of) FROM mvinc.history_loads l WHERE l.view = h.view)
+               AS last_load_as_of,
+           h.storage_oid::pg_catalog.regclass AS storage
+      FROM mvinc.history_view h;
+
+CREATE OR REPLACE FUNCTION mvinc.history_check(view regclass,
+        OUT key text, OUT problem text, OUT valid_from timestamptz, OUT valid_to timestamptz)
+    RETURNS SETOF record
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    keys  text;
+    vals  text;
+    vf    text;
+    vt    text;
+    loads boolean;
+    fixed int2[];
+BEGIN
+    -- the view's names of the key and the interval: its columns are the
+    -- storage's, in the same places, perhaps renamed since
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(coalesce(va.attname, n.k)), ', '
+                                 ORDER BY n.o) FILTER (WHERE n.o > 0),
+           pg_catalog.max(pg_catalog.quote_ident(coalesce(va.attname, n.k))) FILTER (WHERE n.o = 0),
+           pg_catalog.max(pg_catalog.quote_ident(coalesce(va.attname, n.k))) FILTER (WHERE n.o = -1),
+           pg_catalog.array_agg(va.attnum) FILTER (WHERE va.attnum IS NOT NULL),
+           pg_catalog.bool_or(h.feed = 'snapshot')
+      INTO keys, vf, vt, fixed, loads
+      FROM mvinc.history_views h
+     CROSS JOIN LATERAL (SELECT u.k, u.o FROM unnest(h.key_columns) WITH ORDINALITY AS u(k, o)
+                         UNION ALL VALUES ('valid_from'::name, 0::int8), ('valid_to', -1)) n
+      LEFT JOIN pg_catalog.pg_attribute sa ON sa.attrelid = h.storage AND sa.attname = n.k
+      LEFT JOIN pg_catalog.pg_attribute va ON va.attrelid = h.view AND va.attnum = sa.attnum
+     WHERE h.view = history_check.view;
+    IF keys IS NULL THEN
+        RAISE EXCEPTION '"%" is not a history view', view
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'Create it WITH (mvinc.history = true, mvinc.key = ''...'').';
+    END IF;
+    -- the tracked values: every column but the key and the interval
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum)
+      INTO vals
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = history_check.view AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attnum <> ALL (coalesce(fixed, '{}'))
+       AND (fixed IS NOT NULL OR a.attname NOT IN ('valid_from', 'valid_to'));
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        WITH v AS (
+            SELECT ROW(%1$s)::text AS k, h.%6$s AS vf, h.%7$s AS vt,
+                   %2$s AS vals
+              FROM %3$s h),
+        w AS (
+            SELECT v.*, pg_catalog.lag(vt) OVER s AS p_vt, pg_catalog.lag(vals) OVER s AS p_vals,
+                   pg_catalog.count(*) FILTER (WHERE vt = 'infinity') OVER (PARTITION BY k) AS ncur
+              FROM v WINDOW s AS (PARTITION BY k ORDER BY vf, vt))
+        SELECT k, 'valid_from is not before valid_to', vf, vt FROM w WHERE NOT vf < vt
+        UNION ALL
+        SELECT k, 'overlaps the previous version', vf, vt FROM w WHERE vf < p_vt
+        UNION ALL
+        SELECT k, 'more than one current version', vf, vt FROM w WHERE vt = 'infinity' AND ncur > 1
+        UNION ALL
+        SELECT k, 'same values as the previous version', vf, vt FROM w
+         WHERE vf = p_vt AND vals IS NOT DISTINCT FROM p_vals
+        UNION ALL
+        SELECT k, 'gap that no snapshot load observed', p_vt, vf FROM w
+         WHERE %4$s AND vf > p_vt
+           AND NOT EXISTS (SELECT FROM mvinc.history_loads l
+                            WHERE l.view = %5$s AND l.as_of = w.p_vt)
+        ORDER BY 1, 3, 2 $q$,
+        keys, CASE WHEN vals IS NULL THEN 'NULL::text' ELSE pg_catalog.format('ROW(%s)::text', vals) END,
+        view::text, CASE WHEN loads THEN 'true' ELSE 'false' END, pg_catalog.quote_literal(view::oid::text) || '::pg_catalog.oid::pg_catalog.regclass',
+        vf, vt);
+END
+$$;

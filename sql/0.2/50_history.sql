@@ -63,14 +63,26 @@ CREATE FUNCTION mvinc.history_check(view regclass,
 DECLARE
     keys  text;
     vals  text;
+    vf    text;
+    vt    text;
     loads boolean;
+    fixed int2[];
 BEGIN
-    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o),
-           h.feed = 'snapshot'
-      INTO keys, loads
-      FROM mvinc.history_views h, unnest(h.key_columns) WITH ORDINALITY AS u(k, o)
-     WHERE h.view = history_check.view
-     GROUP BY h.feed;
+    -- the view's names of the key and the interval: its columns are the
+    -- storage's, in the same places, perhaps renamed since
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(coalesce(va.attname, n.k)), ', '
+                                 ORDER BY n.o) FILTER (WHERE n.o > 0),
+           pg_catalog.max(pg_catalog.quote_ident(coalesce(va.attname, n.k))) FILTER (WHERE n.o = 0),
+           pg_catalog.max(pg_catalog.quote_ident(coalesce(va.attname, n.k))) FILTER (WHERE n.o = -1),
+           pg_catalog.array_agg(va.attnum) FILTER (WHERE va.attnum IS NOT NULL),
+           pg_catalog.bool_or(h.feed = 'snapshot')
+      INTO keys, vf, vt, fixed, loads
+      FROM mvinc.history_views h
+     CROSS JOIN LATERAL (SELECT u.k, u.o FROM unnest(h.key_columns) WITH ORDINALITY AS u(k, o)
+                         UNION ALL VALUES ('valid_from'::name, 0::int8), ('valid_to', -1)) n
+      LEFT JOIN pg_catalog.pg_attribute sa ON sa.attrelid = h.storage AND sa.attname = n.k
+      LEFT JOIN pg_catalog.pg_attribute va ON va.attrelid = h.view AND va.attnum = sa.attnum
+     WHERE h.view = history_check.view;
     IF keys IS NULL THEN
         RAISE EXCEPTION '"%" is not a history view', view
             USING ERRCODE = 'wrong_object_type',
@@ -79,13 +91,13 @@ BEGIN
     -- the tracked values: every column but the key and the interval
     SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum)
       INTO vals
-      FROM pg_catalog.pg_attribute a, mvinc.history_views h
-     WHERE a.attrelid = history_check.view AND h.view = history_check.view AND a.attnum > 0
-       AND NOT a.attisdropped AND a.attname <> ALL (h.key_columns)
-       AND a.attname NOT IN ('valid_from', 'valid_to');
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = history_check.view AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attnum <> ALL (coalesce(fixed, '{}'))
+       AND (fixed IS NOT NULL OR a.attname NOT IN ('valid_from', 'valid_to'));
     RETURN QUERY EXECUTE pg_catalog.format($q$
         WITH v AS (
-            SELECT ROW(%1$s)::text AS k, h.valid_from AS vf, h.valid_to AS vt,
+            SELECT ROW(%1$s)::text AS k, h.%6$s AS vf, h.%7$s AS vt,
                    %2$s AS vals
               FROM %3$s h),
         w AS (
@@ -107,7 +119,8 @@ BEGIN
                             WHERE l.view = %5$s AND l.as_of = w.p_vt)
         ORDER BY 1, 3, 2 $q$,
         keys, CASE WHEN vals IS NULL THEN 'NULL::text' ELSE pg_catalog.format('ROW(%s)::text', vals) END,
-        view::text, CASE WHEN loads THEN 'true' ELSE 'false' END, pg_catalog.quote_literal(view::oid::text) || '::pg_catalog.oid::pg_catalog.regclass');
+        view::text, CASE WHEN loads THEN 'true' ELSE 'false' END, pg_catalog.quote_literal(view::oid::text) || '::pg_catalog.oid::pg_catalog.regclass',
+        vf, vt);
 END
 $$;
 
@@ -144,7 +157,8 @@ CREATE VIEW mvinc.history_views AS
     SELECT h.view, h.source, h.key_columns, h.feed, h.history_start, h.retention,
            h.last_refresh, h.last_changes,
            (SELECT pg_catalog.max(l.as_of) FROM mvinc.history_loads l WHERE l.view = h.view)
-               AS last_load_as_of
+               AS last_load_as_of,
+           h.storage_oid::pg_catalog.regclass AS storage
       FROM mvinc.history_view h;
 GRANT SELECT ON mvinc.history_views TO PUBLIC;
 

@@ -110,6 +110,30 @@ SELECT k, v, valid_to = 'infinity' AS current FROM he_ren_h ORDER BY k, valid_fr
 REFRESH MATERIALIZED VIEW he_ren_h;
 SELECT k, v, valid_to = 'infinity' AS current FROM he_ren_h ORDER BY k, valid_from;
 
+-- history_check reads the view's own names of its key and interval, and
+-- still finds what is wrong
+CREATE TABLE he_rn (k int PRIMARY KEY, a int);
+INSERT INTO he_rn VALUES (1, 1), (2, 2);
+CREATE MATERIALIZED VIEW he_rn_h WITH (mvinc.history = true, mvinc.key = 'k')
+  AS SELECT k, a FROM he_rn;
+UPDATE he_rn SET a = 3 WHERE k = 1;
+REFRESH MATERIALIZED VIEW he_rn_h;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN k TO id;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN valid_from TO since;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN a TO amount;
+SELECT * FROM mvinc.history_check('he_rn_h');
+SET mvinc.history_manual_edit = on;
+DO $$ BEGIN
+  EXECUTE format('INSERT INTO %s VALUES (2, 5, %L, %L)',
+                 (SELECT storage FROM mvinc.history_views WHERE view = 'he_rn_h'::regclass),
+                 '2000-01-01', 'infinity');
+END $$;
+RESET mvinc.history_manual_edit;
+SELECT key, problem FROM mvinc.history_check('he_rn_h');
+SELECT id, amount FROM he_rn_h WHERE valid_to = 'infinity' ORDER BY id;
+DROP MATERIALIZED VIEW he_rn_h;
+DROP TABLE he_rn;
+
 -- column privileges: on every column they read pending changes as SELECT
 -- on the view does; on some of them, the pending changes need them all
 CREATE TABLE he_col (k int PRIMARY KEY, a int, b int);
