@@ -45,11 +45,7 @@ PG_FUNCTION_INFO_V1(mvinc_on_history_drop);
 /* mv_refresh.c: storage tables may be written while > 0 */
 extern int	mvinc_refresh_depth;
 
-/*
- * The view's columns computed over alias s of from, rows passing WHERE;
- * in the view's types with their modifiers (a snapshot table's numeric(10,4)
- * is rounded as storing it in the view's numeric(6,2) would)
- */
+/* The view's columns computed over alias s of from, rows passing WHERE */
 static char *
 state_sql(HistDef *def, const char *from)
 {
@@ -61,12 +57,10 @@ state_sql(HistDef *def, const char *from)
 	foreach(lc, def->columns)
 	{
 		HistColumn *col = lfirst(lc);
-		char	   *expr = MvExprSql(def->sourceid, (Node *) col->expr, "s");
 
-		if (col->typmod >= 0)
-			expr = psprintf("(%s)::%s", expr, MvTypeSql(col->typid, col->typmod));
 		appendStringInfo(&sql, "%s%s AS %s", foreach_current_index(lc) ? ", " : "",
-						 expr, quote_identifier(col->name));
+						 MvExprSql(def->sourceid, (Node *) col->expr, "s"),
+						 quote_identifier(col->name));
 	}
 	appendStringInfo(&sql, " FROM %s s", from);
 	if (def->where)
@@ -344,6 +338,8 @@ check_snapshot_shape(HistDef *def, Oid snapshot, Oid viewid)
 		AttrNumber	snap = get_attnum(snapshot, name);
 		Oid			type;
 		int32		typmod;
+		Oid			srctype;
+		int32		srctypmod;
 		Oid			coll;
 
 		if (snap == InvalidAttrNumber)
@@ -354,13 +350,15 @@ check_snapshot_shape(HistDef *def, Oid snapshot, Oid viewid)
 							   get_rel_name(def->sourceid)),
 					 errhint("Load a table of the same shape as the view's source.")));
 		get_atttypetypmodcoll(snapshot, snap, &type, &typmod, &coll);
-		if (type != get_atttype(def->sourceid, src))
+		get_atttypetypmodcoll(def->sourceid, src, &srctype, &srctypmod, &coll);
+		/* with another typmod, values the source could not hold would be stored */
+		if (type != srctype || (srctypmod >= 0 && typmod != srctypmod))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of snapshot \"%s\" has type %s, not %s", name,
-							get_rel_name(snapshot), format_type_be(type),
-							format_type_be(get_atttype(def->sourceid, src))),
-					 errhint("Load a table of the same shape as the view's source.")));
+							get_rel_name(snapshot), format_type_with_typemod(type, typmod),
+							format_type_with_typemod(srctype, srctypmod)),
+					 errhint("Load a table of the same shape as the view's source (cast the column when you fill it).")));
 	}
 }
 

@@ -134,8 +134,9 @@ extern Query *MvMatviewQuery(Relation rel);
 extern bool MvViewReadsChildren(Oid viewid, Oid sourceid);
 extern void MvCheckOwnerCanRead(Oid viewid);
 extern char *MvConsumerName(Oid viewid);
-extern Oid	MvTypeUserFunction(Oid typid);
-extern Oid	MvRelationUserFunction(Oid relid, AttrNumber *attnum);
+extern Oid	MvTypeCheckedDomain(Oid typid);
+extern Oid	MvRelationCheckedDomain(Oid relid, AttrNumber *attnum);
+extern bool mv_analyzing_create;
 
 /* mv_catalog.c */
 #define MV_LOOKUP_NEW		0	/* a new snapshot (read committed) */

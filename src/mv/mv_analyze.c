@@ -59,7 +59,7 @@ refuse(const char *detail, const char *hint)
 }
 
 static Node *keep_explicit_collation(Node *key, Node *repl);
-static Oid	type_user_function(Oid typid, int depth);
+static Oid	type_checked_domain(Oid typid, int depth);
 
 /* Walker state: finds the first offending node in an expression */
 typedef struct CheckCtx
@@ -138,7 +138,7 @@ check_expr(Node *node, const char *where)
 		refuse(psprintf("The %s calls %s, which is not immutable.", where,
 						format_procedure(ctx.mutable_func)),
 			   "Use only immutable functions and operators in an incremental view.");
-	if (OidIsValid(ctx.user_func) && !superuser())
+	if (OidIsValid(ctx.user_func) && mv_analyzing_create && !superuser())
 		refuse(psprintf("The %s calls the user-defined function %s.", where,
 						format_procedure(ctx.user_func)),
 			   "Only a superuser can create an incremental view that calls user-defined functions, because refresh runs them with elevated rights.");
@@ -147,42 +147,23 @@ check_expr(Node *node, const char *where)
 			   "Use only immutable functions and operators in an incremental view.");
 }
 
-/* check_functions_in_node callback: remember the first user-defined function */
-static bool
-user_func_checker(Oid func_id, void *context)
-{
-	Oid		   *found = (Oid *) context;
-
-	if (func_id >= FirstNormalObjectId && !OidIsValid(*found) &&
-		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
-		*found = func_id;
-	return false;
-}
-
-static bool
-user_func_walker(Node *node, Oid *found)
-{
-	if (node == NULL)
-		return false;
-	check_functions_in_node(node, user_func_checker, found);
-	return expression_tree_walker(node, user_func_walker, found);
-}
-
 /*
- * The first user-defined function a value of type typid can run when it
- * is cast or stored: one called by a CHECK constraint of a domain, of the
- * domains under it, or of the domains its elements, fields or range
- * bounds are.  Refresh and reads compute and store values with elevated
- * rights, so a non-superuser's view must not lead to such a function.
+ * Is a CHECK constraint run when a value of type typid is cast or input:
+ * a domain with one, or a domain under it, or the domains its elements,
+ * fields or range bounds are?  Refresh, reads and capture compute, cast
+ * and store values with elevated rights, and a CHECK may run any code
+ * (a user's function, a cast to another domain, query_to_xml), so views a
+ * non-superuser creates stay away from such types.  The domain found, or
+ * InvalidOid.
  */
 Oid
-MvTypeUserFunction(Oid typid)
+MvTypeCheckedDomain(Oid typid)
 {
-	return type_user_function(typid, 0);
+	return type_checked_domain(typid, 0);
 }
 
 static Oid
-type_user_function(Oid typid, int depth)
+type_checked_domain(Oid typid, int depth)
 {
 	HeapTuple	tup;
 	Form_pg_type typ;
@@ -206,21 +187,15 @@ type_user_function(Oid typid, int depth)
 					ObjectIdGetDatum(typid));
 		scan = systable_beginscan(con, ConstraintTypidIndexId, true, NULL, 1, &key);
 		while (!OidIsValid(found) && HeapTupleIsValid(ctup = systable_getnext(scan)))
-		{
-			bool		isnull;
-			Datum		bin = heap_getattr(ctup, Anum_pg_constraint_conbin,
-										   RelationGetDescr(con), &isnull);
-
-			if (!isnull)
-				(void) user_func_walker(stringToNode(TextDatumGetCString(bin)), &found);
-		}
+			if (((Form_pg_constraint) GETSTRUCT(ctup))->contype == CONSTRAINT_CHECK)
+				found = typid;
 		systable_endscan(scan);
 		table_close(con, AccessShareLock);
 		if (!OidIsValid(found))
-			found = type_user_function(typ->typbasetype, depth + 1);
+			found = type_checked_domain(typ->typbasetype, depth + 1);
 	}
 	else if (IsTrueArrayType(typ))
-		found = type_user_function(typ->typelem, depth + 1);
+		found = type_checked_domain(typ->typelem, depth + 1);
 	else if (typ->typtype == TYPTYPE_COMPOSITE && OidIsValid(typ->typrelid))
 	{
 		Relation	rel = relation_open(typ->typrelid, AccessShareLock);
@@ -229,20 +204,20 @@ type_user_function(Oid typid, int depth)
 
 		for (i = 0; i < desc->natts && !OidIsValid(found); i++)
 			if (!TupleDescAttr(desc, i)->attisdropped)
-				found = type_user_function(TupleDescAttr(desc, i)->atttypid, depth + 1);
+				found = type_checked_domain(TupleDescAttr(desc, i)->atttypid, depth + 1);
 		relation_close(rel, AccessShareLock);
 	}
 	else if (typ->typtype == TYPTYPE_RANGE)
-		found = type_user_function(get_range_subtype(typid), depth + 1);
+		found = type_checked_domain(get_range_subtype(typid), depth + 1);
 	else if (typ->typtype == TYPTYPE_MULTIRANGE)
-		found = type_user_function(get_multirange_range(typid), depth + 1);
+		found = type_checked_domain(get_multirange_range(typid), depth + 1);
 	ReleaseSysCache(tup);
 	return found;
 }
 
-/* The first user-defined function a column of relid can run (MvTypeUserFunction) */
+/* The first column of relid whose type runs a domain CHECK (MvTypeCheckedDomain) */
 Oid
-MvRelationUserFunction(Oid relid, AttrNumber *attnum)
+MvRelationCheckedDomain(Oid relid, AttrNumber *attnum)
 {
 	Relation	rel = relation_open(relid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -253,13 +228,30 @@ MvRelationUserFunction(Oid relid, AttrNumber *attnum)
 	{
 		if (TupleDescAttr(desc, i)->attisdropped)
 			continue;
-		found = MvTypeUserFunction(TupleDescAttr(desc, i)->atttypid);
+		found = MvTypeCheckedDomain(TupleDescAttr(desc, i)->atttypid);
 		if (OidIsValid(found) && attnum)
 			*attnum = i + 1;
 	}
 	relation_close(rel, AccessShareLock);
 	return found;
 }
+
+/* Does an expression cast to a domain (CoerceToDomain)? */
+static bool
+domain_cast_walker(Node *node, Oid *domain)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, CoerceToDomain))
+	{
+		*domain = ((CoerceToDomain *) node)->resulttype;
+		return true;
+	}
+	return expression_tree_walker(node, domain_cast_walker, domain);
+}
+
+/* Set while CREATE analyzes a new view (not when a view's definition is read) */
+bool		mv_analyzing_create = false;
 
 /* Find the target entry whose ressortgroupref is ref */
 static TargetEntry *
@@ -415,15 +407,15 @@ check_from(Query *q)
 		refuse(psprintf("The source \"%s\" is a system or mvinc table.",
 						RelationGetRelationName(rel)),
 			   "Define the view on a user table.");
-	if (!superuser())
+	if (mv_analyzing_create && !superuser())
 	{
 		AttrNumber	attnum = 0;
-		Oid			func = MvRelationUserFunction(rte->relid, &attnum);
+		Oid			domain = MvRelationCheckedDomain(rte->relid, &attnum);
 
-		if (OidIsValid(func))
-			refuse(psprintf("Column \"%s\" of the source is of a type whose domain constraint calls the user-defined function %s.",
-							get_attname(rte->relid, attnum, false), format_procedure(func)),
-				   "Only a superuser can create such a view, because refresh and reads cast and store values with elevated rights.");
+		if (OidIsValid(domain))
+			refuse(psprintf("Column \"%s\" of the source is of a type that runs the CHECK constraint of domain %s.",
+							get_attname(rte->relid, attnum, false), format_type_be(domain)),
+				   "Only a superuser can create such a view: refresh, reads and capture cast and store values with elevated rights, and a CHECK may run any code.");
 	}
 	relation_close(rel, AccessShareLock);
 	return rtindex;
@@ -794,17 +786,24 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			   "Remove the locking clause.");
 
 	rtindex = check_from(q);
-	if (!superuser())
+	if (mv_analyzing_create && !superuser())
 	{
+		Oid			domain = InvalidOid;
+
+		if (domain_cast_walker((Node *) q->targetList, &domain) ||
+			domain_cast_walker(q->jointree->quals, &domain) ||
+			domain_cast_walker(q->havingQual, &domain))
+			refuse(psprintf("The query casts to domain %s.", format_type_be(domain)),
+				   "Only a superuser can create such a view: refresh runs the query with elevated rights, and a domain's constraints may run any code.");
 		foreach(lc, q->targetList)
 		{
 			TargetEntry *tle = lfirst(lc);
-			Oid			func = MvTypeUserFunction(exprType((Node *) tle->expr));
 
-			if (OidIsValid(func))
-				refuse(psprintf("Column \"%s\" is of a type whose domain constraint calls the user-defined function %s.",
-								tle->resname ? tle->resname : "?", format_procedure(func)),
-					   "Only a superuser can create such a view, because refresh and reads cast and store values with elevated rights.");
+			domain = MvTypeCheckedDomain(exprType((Node *) tle->expr));
+			if (OidIsValid(domain))
+				refuse(psprintf("Column \"%s\" is of a type that runs the CHECK constraint of domain %s.",
+								tle->resname ? tle->resname : "?", format_type_be(domain)),
+					   "Only a superuser can create such a view: refresh, reads and capture cast and store values with elevated rights, and a CHECK may run any code.");
 		}
 	}
 	def->sourceid = rt_fetch(rtindex, q->rtable)->relid;

@@ -39,7 +39,9 @@
 #include "history/history.h"
 #include "mv/mv.h"
 
-static void refuse_user_code_in_sources(Oid relid);
+static void run_adding_no_checks(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+								 ProcessUtilityContext context, ParamListInfo params,
+								 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc);
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* Pass a statement on down the hook chain */
@@ -318,7 +320,16 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	if (create_exists(pcopy, copy, o, queryString, context, params, queryEnv, dest, qc))
 		return;
 
-	def = MvAnalyzeQuery(query, into->rel->relname, true);
+	mv_analyzing_create = true;
+	PG_TRY();
+	{
+		def = MvAnalyzeQuery(query, into->rel->relname, true);
+	}
+	PG_FINALLY();
+	{
+		mv_analyzing_create = false;
+	}
+	PG_END_TRY();
 
 	/*
 	 * What a native matview asks of its creator: SELECT on what the query
@@ -379,7 +390,16 @@ create_history(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	if (create_exists(pcopy, copy, o, queryString, context, params, queryEnv, dest, qc))
 		return;
 
-	def = HistAnalyze(query, into->colNames, into->rel->relname, &o->hist);
+	mv_analyzing_create = true;
+	PG_TRY();
+	{
+		def = HistAnalyze(query, into->colNames, into->rel->relname, &o->hist);
+	}
+	PG_FINALLY();
+	{
+		mv_analyzing_create = false;
+	}
+	PG_END_TRY();
 	/* what a native matview asks of its creator */
 	(void) ExecCheckRTPerms(query->rtable, true);
 	if (!skipData)
@@ -784,13 +804,14 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			Oid			relid = stmt->objtype == OBJECT_TABLE ?
 				RangeVarGetRelid(stmt->relation, NoLock, true) : InvalidOid;
 
-			call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
-			CommandCounterIncrement();
-			/* a composite type may be any tracked table's column type */
-			if (stmt->objtype == OBJECT_TYPE || OidIsValid(relid))
-				refuse_user_code_in_sources(relid);
+			/* (a table's or composite's row type may be a column type anywhere) */
+			run_adding_no_checks(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								 dest, qc);
 			if (OidIsValid(relid))
+			{
+				CommandCounterIncrement();
 				HistCheckSourceKeys(relid);
+			}
 			return;
 		}
 	}
@@ -817,11 +838,9 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			HistCheckSourceKeys(lfirst_oid(lc));
 		return;
 	}
-	else if (IsA(parsetree, AlterDomainStmt) && MvincExtensionReady() && !superuser())
+	else if (IsA(parsetree, AlterDomainStmt) && MvincExtensionReady())
 	{
-		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
-		CommandCounterIncrement();
-		refuse_user_code_in_sources(InvalidOid);
+		run_adding_no_checks(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		return;
 	}
 	else if (IsA(parsetree, DropdbStmt))
@@ -858,60 +877,100 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 }
 
 /*
- * After a non-superuser's ALTER DOMAIN, ALTER TYPE or ALTER TABLE: no
- * column of a tracked table (of relid only, when valid) may be of a type
- * whose domain constraint calls a user-defined function, since refresh
- * and reads cast and store its values with elevated rights
- * (MvTypeUserFunction).  An error undoes the statement.
+ * The columns of tracked tables and of views (incremental and history)
+ * whose types run a domain CHECK (MvTypeCheckedDomain), as "relid:attnum".
+ * Refresh, reads and capture cast and store their values with elevated
+ * rights; a non-superuser may not add any (see run_adding_no_checks).
+ */
+static List *
+checked_domain_columns(void)
+{
+	List	   *rels = NIL;
+	List	   *found = NIL;
+	ListCell   *lc;
+	uint64		i;
+
+	MvSpiConnect();
+	if (SPI_execute("SELECT relid::oid FROM mvinc.tracked UNION SELECT view::oid FROM mvinc.mv_view "
+					"UNION SELECT view::oid FROM mvinc.history_view", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the tracked tables and views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			rels = lappend_oid(rels, DatumGetObjectId(d));
+	}
+	MvSpiFinish();
+	foreach(lc, rels)
+	{
+		Oid			relid = lfirst_oid(lc);
+		Relation	rel;
+		TupleDesc	desc;
+
+		if (!OidIsValid(get_rel_type_id(relid)))
+			continue;			/* dropped meanwhile */
+		rel = relation_open(relid, AccessShareLock);
+		desc = RelationGetDescr(rel);
+		for (int a = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped &&
+				OidIsValid(MvTypeCheckedDomain(TupleDescAttr(desc, a)->atttypid)))
+				found = lappend(found, psprintf("%u:%d", relid, a + 1));
+		relation_close(rel, AccessShareLock);
+	}
+	return found;
+}
+
+static bool
+string_member(List *list, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (strcmp(lfirst(lc), s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Run a non-superuser's ALTER DOMAIN, ALTER TYPE or ALTER TABLE, undoing
+ * it with an error if it gave a column of a tracked table or of a view a
+ * type that runs a domain CHECK it did not run before (what a superuser
+ * set up stays as it was).
  */
 static void
-refuse_user_code_in_sources(Oid relid)
+run_adding_no_checks(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					 ProcessUtilityContext context, ParamListInfo params,
+					 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
-	List	   *sources = NIL;
+	List	   *before;
 	ListCell   *lc;
 
 	if (superuser())
+	{
+		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		return;
-	if (OidIsValid(relid))
-	{
-		if (!OidIsValid(MvChangeLogRelid(relid)))
-			return;
-		sources = list_make1_oid(relid);
 	}
-	else
+	before = checked_domain_columns();
+	call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	CommandCounterIncrement();
+	foreach(lc, checked_domain_columns())
 	{
-		uint64		i;
+		Oid			relid;
+		int			attnum;
 
-		MvSpiConnect();
-		if (SPI_execute("SELECT relid::oid FROM mvinc.tracked", true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read mvinc.tracked");
-		for (i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-
-			if (!isnull)
-				sources = lappend_oid(sources, DatumGetObjectId(d));
-		}
-		MvSpiFinish();
-	}
-	foreach(lc, sources)
-	{
-		AttrNumber	attnum = 0;
-		Oid			source = lfirst_oid(lc);
-		Oid			func;
-
-		if (!OidIsValid(get_rel_type_id(source)))
-			continue;			/* dropped meanwhile */
-		func = MvRelationUserFunction(source, &attnum);
-		if (OidIsValid(func))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("column \"%s\" of table \"%s\" would be of a type whose domain constraint calls the user-defined function %s",
-							get_attname(source, attnum, false), get_rel_name(source),
-							format_procedure(func)),
-					 errdetail("The table's changes are captured for materialized views, whose refresh and reads cast and store its values with elevated rights."),
-					 errhint("Only a superuser can do this; or use a constraint that calls built-in functions only.")));
+		if (string_member(before, lfirst(lc)))
+			continue;
+		if (sscanf(lfirst(lc), "%u:%d", &relid, &attnum) != 2)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("column \"%s\" of \"%s\" would be of a type that runs the CHECK constraint of domain %s",
+						get_attname(relid, attnum, false), get_rel_name(relid),
+						format_type_be(MvTypeCheckedDomain(get_atttype(relid, attnum)))),
+				 errdetail("Its values are cast and stored with elevated rights for materialized views, and a CHECK may run any code."),
+				 errhint("Only a superuser can do this.")));
 	}
 }
 
