@@ -654,6 +654,7 @@ typedef struct DiffReceiver
 	VersionWriter *w;
 	TimestampTz t;
 	HistApplied *out;
+	MemoryContext rowcxt;		/* reset per row */
 } DiffReceiver;
 
 /* Rows: ctid of the current version or NULL, in, covered, view columns */
@@ -661,6 +662,7 @@ static bool
 diff_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	DiffReceiver *r = (DiffReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(r->rowcxt);
 	bool		in;
 	bool		covered;
 
@@ -677,6 +679,8 @@ diff_receive(TupleTableSlot *slot, DestReceiver *self)
 		r->out->new_keys++;
 	else
 		r->out->closed_keys++;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(r->rowcxt);
 	return true;
 }
 
@@ -719,12 +723,14 @@ HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 	r.w = &w;
 	r.t = t;
 	r.out = out;
+	r.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc history row", ALLOCSET_DEFAULT_SIZES);
 	r.pub.receiveSlot = diff_receive;
 	r.pub.rStartup = events_startup;
 	r.pub.rShutdown = events_shutdown;
 	r.pub.rDestroy = events_destroy;
 	r.pub.mydest = DestNone;
 	run_into(sql.data, 1, types, args, (DestReceiver *) &r);
+	MemoryContextDelete(r.rowcxt);
 	writer_finish(&w);
 	end_stream();
 	out->opened = w.opened;
