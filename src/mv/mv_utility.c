@@ -892,7 +892,7 @@ checked_domain_columns(void)
 
 	MvSpiConnect();
 	if (SPI_execute("SELECT relid::oid FROM mvinc.tracked UNION SELECT view::oid FROM mvinc.mv_view "
-					"UNION SELECT view::oid FROM mvinc.history_view", true, 0) != SPI_OK_SELECT)
+					"UNION SELECT view::oid FROM mvinc.history_view ORDER BY 1", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not list the tracked tables and views");
 	for (i = 0; i < SPI_processed; i++)
 	{
