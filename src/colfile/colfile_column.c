@@ -507,9 +507,18 @@ bind_row_group(Relation rel, ItemPointer tid, ColfileRowGroup *rg)
 								 SnapshotAny, rg) || rg->nrows <= 0)
 			return false;
 		busy = ColfileGroupTupleBusy(rg);
-		if (!TransactionIdIsValid(busy))
+		if (TransactionIdIsValid(busy))
+		{
+			XactLockTableWait(busy, rel, tid, XLTW_Update);
+			continue;
+		}
+		/*
+		 * A compaction that replaced the group committed since it was
+		 * found: bound to the old tuple, the values would be orphaned (or
+		 * land on other rows of a new group at the same block).
+		 */
+		if (!ColfileGroupTupleReplaced(rg))
 			break;
-		XactLockTableWait(busy, rel, tid, XLTW_Update);
 	}
 
 	/*

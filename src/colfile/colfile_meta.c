@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "miscadmin.h"
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "access/htup_details.h"
@@ -461,6 +462,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	ScanKeyData key[2];
 	HeapTuple	tup;
 	bool		found = false;
+	bool		skipped_running;
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, AccessShareLock);
@@ -469,22 +471,37 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTLessEqualStrategyNumber, F_INT8LE,
 				Int64GetDatum(block));
-	scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
-	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
+
+	/*
+	 * The compacted tuple is judged before the tuples it replaces: if the
+	 * compaction commits in between, the first is skipped as running and
+	 * the others as gone.  Then look again (it has ended by now).
+	 */
+	do
 	{
-		if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
-			continue;
-		if (!IsMVCCSnapshot(snapshot) && compaction_in_progress(meta, tup))
-			continue;
-		rowgroup_from_tuple(meta, tup, rg);
-		found = true;
-		break;
-	}
-	systable_endscan_ordered(scan);
+		skipped_running = false;
+		found = false;
+		scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
+		while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
+		{
+			if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
+				continue;
+			if (!IsMVCCSnapshot(snapshot) && compaction_in_progress(meta, tup))
+			{
+				skipped_running = true;
+				continue;
+			}
+			rowgroup_from_tuple(meta, tup, rg);
+			found = true;
+			break;
+		}
+		systable_endscan_ordered(scan);
+		if (found && block > ColfileGroupLastBlock(rg))
+			found = false;
+		CHECK_FOR_INTERRUPTS();
+	} while (!found && skipped_running);
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
-	if (found && block > ColfileGroupLastBlock(rg))
-		found = false;
 
 	/*
 	 * A dirty snapshot reports what it met in the group tuple. Only VACUUM
