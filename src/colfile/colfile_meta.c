@@ -18,10 +18,12 @@
 #include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "commands/sequence.h"
+#include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
@@ -462,7 +464,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	ScanKeyData key[2];
 	HeapTuple	tup;
 	bool		found = false;
-	bool		skipped_running;
+	bool		look_again;
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, AccessShareLock);
@@ -473,13 +475,26 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 				Int64GetDatum(block));
 
 	/*
-	 * The compacted tuple is judged before the tuples it replaces: if the
-	 * compaction commits in between, the first is skipped as running and
-	 * the others as gone.  Then look again (it has ended by now).
+	 * A lookup that is not MVCC judges each tuple when it reaches it, but
+	 * reads the index's entries a leaf page at a time, earlier: a
+	 * compaction that inserts its tuple after the page was read and commits
+	 * before the tuples it replaces are judged leaves nothing to find (they
+	 * are gone, the new one was never listed).  The tuple it inserted is in
+	 * the index before its commit counts as completed: when no transaction
+	 * completed during the scan, nothing was missed; else look again.  A
+	 * compacted tuple judged before the tuples it replaces may also be
+	 * skipped as running, and these as gone once it commits: look again.
 	 */
 	do
 	{
-		skipped_running = false;
+		uint64		completions = 0;
+
+		if (!IsMVCCSnapshot(snapshot))
+		{
+			completions = ShmemVariableCache->xactCompletionCount;
+			pg_memory_barrier();
+		}
+		look_again = false;
 		found = false;
 		scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
 		while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
@@ -488,7 +503,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 				continue;
 			if (!IsMVCCSnapshot(snapshot) && compaction_in_progress(meta, tup))
 			{
-				skipped_running = true;
+				look_again = true;
 				continue;
 			}
 			rowgroup_from_tuple(meta, tup, rg);
@@ -498,8 +513,14 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 		systable_endscan_ordered(scan);
 		if (found && block > ColfileGroupLastBlock(rg))
 			found = false;
+		if (!found && !IsMVCCSnapshot(snapshot))
+		{
+			pg_memory_barrier();
+			if (ShmemVariableCache->xactCompletionCount != completions)
+				look_again = true;
+		}
 		CHECK_FOR_INTERRUPTS();
-	} while (!found && skipped_running);
+	} while (!found && look_again);
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
 
