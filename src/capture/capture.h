@@ -15,6 +15,7 @@
 #include "replication/logical.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
+#include "storage/lockdefs.h"
 #include "storage/lwlock.h"
 #include "replication/output_plugin.h"
 #include "executor/tuptable.h"
@@ -23,6 +24,8 @@
 
 /* ---- Exported C API (docs/internals.md) ---- */
 extern Oid	MvincTrack(Oid relid, bool full_old_rows);
+extern LOCKMODE MvincTrackLockMode(Oid relid, bool full_old_rows);
+extern void MvincLockForTracking(Oid relid, bool full_old_rows);
 extern void MvincUntrack(Oid relid);
 extern Oid	MvincChangeLogRelid(Oid relid);
 extern XLogRecPtr MvincWaitForCapture(XLogRecPtr lsn, int timeout_ms);

@@ -18,10 +18,13 @@
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
@@ -517,6 +520,94 @@ MvincAwaitCaptureSlot(void)
 	}
 }
 
+/*
+ * The lock MvincTrack will need on relid: none if it is tracked as asked,
+ * else SHARE ROW EXCLUSIVE: it keeps writers out (a new change log, a new
+ * replica identity; colfile's writers decide per statement whether to log
+ * row messages) and other trackers (self-conflicting), and does not
+ * conflict with the ACCESS SHARE that parsing a view's query took.
+ * Callers that also lock the source for an initial computation take this
+ * mode first: taking SHARE and asking for more later deadlocks with another
+ * session doing the same (two views created at once, pg_restore -j).
+ */
+LOCKMODE
+MvincTrackLockMode(Oid relid, bool full_old_rows)
+{
+	HeapTuple	tup;
+	char		replident;
+
+	if (!OidIsValid(MvincChangeLogRelid(relid)))
+		return ShareRowExclusiveLock;
+	if (!full_old_rows)
+		return NoLock;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	replident = ((Form_pg_class) GETSTRUCT(tup))->relreplident;
+	ReleaseSysCache(tup);
+	return replident == REPLICA_IDENTITY_FULL ? NoLock : ShareRowExclusiveLock;
+}
+
+/*
+ * REPLICA IDENTITY FULL, as ALTER TABLE sets it, under our lock that keeps
+ * writers out (ALTER TABLE's ACCESS EXCLUSIVE would also keep readers out
+ * for the whole initial computation, and the upgrade from the ACCESS SHARE
+ * of parsing deadlocks with a concurrent creation).  Writers decide what
+ * old row to log from their relcache entry, rebuilt by the invalidation
+ * when they lock the table after our commit.
+ */
+static void
+mark_replica_identity_full(Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	Relation	catalog;
+	HeapTuple	tup;
+	ListCell   *lc;
+
+	catalog = table_open(RelationRelationId, RowExclusiveLock);
+	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	((Form_pg_class) GETSTRUCT(tup))->relreplident = REPLICA_IDENTITY_FULL;
+	CatalogTupleUpdate(catalog, &tup->t_self, tup);
+	heap_freetuple(tup);
+	table_close(catalog, RowExclusiveLock);
+
+	/* no index is the identity any more */
+	catalog = table_open(IndexRelationId, RowExclusiveLock);
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		Oid			indexid = lfirst_oid(lc);
+
+		tup = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexid));
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", indexid);
+		if (((Form_pg_index) GETSTRUCT(tup))->indisreplident)
+		{
+			((Form_pg_index) GETSTRUCT(tup))->indisreplident = false;
+			CatalogTupleUpdate(catalog, &tup->t_self, tup);
+		}
+		heap_freetuple(tup);
+	}
+	table_close(catalog, RowExclusiveLock);
+	InvokeObjectPostAlterHook(RelationRelationId, relid, 0);
+	CacheInvalidateRelcache(rel);
+	relation_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Lock relid for an initial computation that reads it (SHARE: no writer
+ * straddles it) and for tracking it, in one step (see MvincTrackLockMode).
+ */
+void
+MvincLockForTracking(Oid relid, bool full_old_rows)
+{
+	LOCKMODE	mode = MvincTrackLockMode(relid, full_old_rows);
+
+	LockRelationOid(relid, mode == NoLock ? ShareLock : mode);
+}
+
 /* Start capturing a table's changes; returns its change log (idempotent) */
 Oid
 MvincTrack(Oid relid, bool full_old_rows)
@@ -529,12 +620,16 @@ MvincTrack(Oid relid, bool full_old_rows)
 	StringInfoData sql;
 	TupleDesc	desc;
 	char		logname[NAMEDATALEN];
-	char	   *qualname;
 	char		replident;
 	bool		row_messages;
+	LOCKMODE	mode;
 
-	/* Keep the lock, but close the relation: ALTER TABLE refuses open ones */
-	rel = relation_open(relid, ShareUpdateExclusiveLock);
+	/*
+	 * Keep the lock (until commit), not the relation.  A table tracked as
+	 * asked needs no more than the caller's lock.
+	 */
+	mode = MvincTrackLockMode(relid, full_old_rows);
+	rel = relation_open(relid, mode == NoLock ? AccessShareLock : mode);
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
@@ -542,9 +637,10 @@ MvincTrack(Oid relid, bool full_old_rows)
 	row_messages = ColfileIsColfileRel(rel);
 	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	replident = rel->rd_rel->relreplident;
-	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-										  RelationGetRelationName(rel));
 	relation_close(rel, NoLock);
+	/* untracked while we waited for the lock: take what tracking needs */
+	if (mode == NoLock && (mode = MvincTrackLockMode(relid, full_old_rows)) != NoLock)
+		LockRelationOid(relid, mode);
 
 	MvincAwaitCaptureSlot();
 	MvincHoldHorizonFor(relid);
@@ -567,11 +663,7 @@ MvincTrack(Oid relid, bool full_old_rows)
 	initStringInfo(&sql);
 
 	if (full_old_rows && replident != REPLICA_IDENTITY_FULL)
-	{
-		appendStringInfo(&sql, "ALTER TABLE %s REPLICA IDENTITY FULL", qualname);
-		run_sql(sql.data, SPI_OK_UTILITY);
-		resetStringInfo(&sql);
-	}
+		mark_replica_identity_full(relid);
 
 	if (!OidIsValid(logid))
 	{

@@ -173,6 +173,7 @@ extern void MvSsiCheckLoggedWriters(Oid sourceid, const char *changelog, XLogRec
 extern XLogRecPtr MvInsertLsn(void);
 extern Oid	MvTrack(Oid relid, bool full_old_rows);
 extern bool MvTryTrack(Oid relid, bool full_old_rows);
+extern void MvLockForTracking(Oid relid, bool full_old_rows);
 extern Oid	MvChangeLogRelid(Oid relid);
 extern void MvWaitForCapture(XLogRecPtr lsn);
 extern bool MvTryWaitForCapture(XLogRecPtr lsn, int timeout_ms);

@@ -52,6 +52,16 @@ MvTrack(Oid relid, bool full_old_rows)
 	return logid;
 }
 
+/*
+ * Lock relid for an initial computation that reads it and for tracking it,
+ * at once (MvincTrackLockMode says why)
+ */
+void
+MvLockForTracking(Oid relid, bool full_old_rows)
+{
+	MvincLockForTracking(relid, full_old_rows);
+}
+
 /* MvTrack that returns false instead of raising an error */
 bool
 MvTryTrack(Oid relid, bool full_old_rows)

@@ -978,7 +978,7 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 	Oid			source = rc->def->sourceid;
 
 	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
-	LockRelationOid(source, ShareLock);
+	MvLockForTracking(source, rc->def->kind == MV_KIND_AGGREGATE);
 	MvProgressSetPhase(MV_PHASE_INITIALIZING, -1);
 	if (!OidIsValid(rc->cat->storage_oid) && !MvTryTrack(source, rc->def->kind == MV_KIND_AGGREGATE))
 	{

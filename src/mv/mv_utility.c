@@ -341,12 +341,13 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	/*
 	 * Start tracking before this transaction writes anything (a capture
 	 * slot cannot be created by a transaction that has written), under the
-	 * SHARE lock that the initial computation holds until commit.
+	 * SHARE lock (stronger if tracking needs it, taken at once) that the
+	 * initial computation holds until commit.
 	 */
 	if (!OidIsValid(MvChangeLogRelid(def->sourceid)))
 		MvAwaitCapture();		/* before any lock: see MvAwaitCapture */
 	if (!skipData)
-		LockRelationOid(def->sourceid, ShareLock);
+		MvLockForTracking(def->sourceid, def->kind == MV_KIND_AGGREGATE);
 	MvTrack(def->sourceid, def->kind == MV_KIND_AGGREGATE);
 
 	/* PostgreSQL creates the matview, always empty; we keep its rows */
@@ -407,7 +408,7 @@ create_history(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 		/* track before this transaction writes (see create_incremental) */
 		if (!OidIsValid(MvChangeLogRelid(def->sourceid)))
 			MvAwaitCapture();
-		LockRelationOid(def->sourceid, ShareLock);
+		MvLockForTracking(def->sourceid, def->full_old_rows);
 		MvTrack(def->sourceid, def->full_old_rows);
 	}
 
