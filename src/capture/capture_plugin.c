@@ -236,6 +236,7 @@ serialize_image(StringInfo buf, Relation rel, HeapTuple tuple, HeapTuple fill,
 		natts++;
 		appendBinaryStringInfo(buf, (char *) &namelen, 1);
 		appendBinaryStringInfo(buf, name, namelen);
+		appendBinaryStringInfo(buf, (char *) &att->attnum, sizeof(AttrNumber));
 		appendBinaryStringInfo(buf, (char *) &att->atttypid, sizeof(Oid));
 		appendBinaryStringInfo(buf, (char *) &typlen, sizeof(typlen));
 		appendBinaryStringInfo(buf, &byval, 1);

@@ -4,10 +4,13 @@
  *	  log tables, and records the applied position in mvinc.capture_progress
  *	  in the same transaction.
  *
- *	  Source columns are matched to change log columns by name, so a change
- *	  decoded before an ALTER TABLE ADD/DROP COLUMN of its source lands in
- *	  the change log as it is now: a column that is gone is left out, a new
- *	  one is NULL.  A value whose type differs from the change log column is
+ *	  Source columns are matched to change log columns by attribute number,
+ *	  through the source column's name now (the change log's columns follow
+ *	  the source's by name), so a change decoded before an ALTER TABLE of
+ *	  its source lands in the change log as it is now: a column that is
+ *	  gone is left out, a new one is NULL, a renamed one (even renamed by
+ *	  the transaction that wrote the change) keeps its values, and a column
+ *	  dropped and added again under its name does not get the old one's.  A value whose type differs from the change log column is
  *	  converted through its text form.  Unchanged TOASTed values that the
  *	  decoder could not fill from the old row image are fetched here from
  *	  the source's TOAST table by their TOAST pointer.
@@ -35,6 +38,7 @@
 #include "utils/resowner.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
 
@@ -60,8 +64,9 @@ typedef struct Target
 	int			nbuffered;
 	Size		buffered_bytes;
 	BulkInsertState bistate;
-	int			nguess;
-	int		   *guess;			/* record attribute -> change log attno (0-based), hint */
+	int			nmapped;
+	int		   *column_of;		/* source attnum - 1 -> change log column
+								 * (0-based), -1 for none, -2 not looked up */
 } Target;
 
 /* Read the applied position (progress table) */
@@ -131,8 +136,8 @@ get_target(HTAB *targets, EState *estate, Oid relid)
 		return t;
 	t->relid = relid;
 	t->rel = NULL;
-	t->nguess = 0;
-	t->guess = NULL;
+	t->nmapped = 0;
+	t->column_of = NULL;
 	logid = MvincChangeLogRelid(relid);
 	if (!OidIsValid(logid))
 		return t;
@@ -177,38 +182,50 @@ flush_target(Target *t, EState *estate, CommandId cid)
 	t->buffered_bytes = 0;
 }
 
-/* Change log column (0-based) for a source column name, or -1 */
+/* Change log column (0-based) for a source attribute, or -1 */
 static int
-find_column(Target *t, int i, const char *name)
+find_column(Target *t, AttrNumber attnum)
 {
-	TupleDesc	desc = RelationGetDescr(t->rel);
-
-	if (i < t->nguess && t->guess[i] >= 0 &&
-		strcmp(NameStr(TupleDescAttr(desc, t->guess[i])->attname), name) == 0)
-		return t->guess[i];
-
-	for (int j = MVINC_META_COLUMNS; j < desc->natts; j++)
+	if (attnum < 1)
+		return -1;
+	if (attnum > t->nmapped)
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, j);
+		int			n = Max(attnum, 2 * t->nmapped);
 
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-		{
-			if (i >= t->nguess)
-			{
-				int			n = Max(i + 1, 16);
-
-				t->guess = t->guess == NULL
-					? MemoryContextAllocZero(TopTransactionContext, n * sizeof(int) * 2)
-					: repalloc(t->guess, n * sizeof(int) * 2);
-				for (int k = t->nguess; k < n * 2; k++)
-					t->guess[k] = -1;
-				t->nguess = n * 2;
-			}
-			t->guess[i] = j;
-			return j;
-		}
+		t->column_of = t->column_of == NULL
+			? MemoryContextAlloc(TopTransactionContext, n * sizeof(int))
+			: repalloc(t->column_of, n * sizeof(int));
+		for (int k = t->nmapped; k < n; k++)
+			t->column_of[k] = -2;
+		t->nmapped = n;
 	}
-	return -1;
+	if (t->column_of[attnum - 1] == -2)
+	{
+		TupleDesc	desc = RelationGetDescr(t->rel);
+		HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(t->relid),
+										  Int16GetDatum(attnum));
+		int			col = -1;
+
+		if (HeapTupleIsValid(tup))
+		{
+			Form_pg_attribute source_att = (Form_pg_attribute) GETSTRUCT(tup);
+
+			for (int j = MVINC_META_COLUMNS; j < desc->natts && !source_att->attisdropped; j++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, j);
+
+				if (!att->attisdropped &&
+					strcmp(NameStr(att->attname), NameStr(source_att->attname)) == 0)
+				{
+					col = j;
+					break;
+				}
+			}
+			ReleaseSysCache(tup);
+		}
+		t->column_of[attnum - 1] = col;
+	}
+	return t->column_of[attnum - 1];
 }
 
 /* Convert a value to another type through text */
@@ -287,6 +304,7 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 	{
 		uint8		namelen = (uint8) *p++;
 		char		name[NAMEDATALEN];
+		AttrNumber	attnum;
 		Oid			typid;
 		int16		typlen;
 		char		byval;
@@ -298,13 +316,15 @@ fill_slot(Target *t, const char *p, TupleTableSlot *slot)
 		memcpy(name, p, namelen);
 		name[namelen] = '\0';
 		p += namelen;
+		memcpy(&attnum, p, sizeof(AttrNumber));
+		p += sizeof(AttrNumber);
 		memcpy(&typid, p, sizeof(Oid));
 		p += sizeof(Oid);
 		memcpy(&typlen, p, sizeof(typlen));
 		p += sizeof(typlen);
 		byval = *p++;
 		flag = *p++;
-		col = find_column(t, i, name);
+		col = find_column(t, attnum);
 
 		if (flag == 'v' && byval)
 		{

@@ -87,6 +87,29 @@ INSERT INTO cap_pk VALUES (9, 'nine');
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT _mvinc_op AS op, id, renamed FROM :cl WHERE id >= 8 ORDER BY id;
 
+-- a transaction that writes a column and then renames it: its values
+-- follow the column (capture matches columns by attribute number)
+BEGIN;
+INSERT INTO cap_pk VALUES (10, 'ten');
+UPDATE cap_pk SET renamed = 'nine!' WHERE id = 9;
+ALTER TABLE cap_pk RENAME COLUMN renamed TO again;
+INSERT INTO cap_pk VALUES (11, 'eleven');
+COMMIT;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT _mvinc_op AS op, _mvinc_image AS img, id, again FROM :cl WHERE id >= 9
+ ORDER BY _mvinc_lsn, _mvinc_seq;
+-- a column dropped and added again under its name is another column: the
+-- dropped one's values do not land in it
+BEGIN;
+UPDATE cap_pk SET again = 'old' WHERE id = 10;
+ALTER TABLE cap_pk DROP COLUMN again;
+ALTER TABLE cap_pk ADD COLUMN again text;
+INSERT INTO cap_pk VALUES (12, 'new');
+COMMIT;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT _mvinc_op AS op, _mvinc_image AS img, id, again FROM :cl WHERE id >= 10
+ ORDER BY _mvinc_lsn, _mvinc_seq;
+
 -- DROP TABLE of a tracked source drops its change log and the tracking.
 SELECT count(*) AS tracked_before FROM mvinc.tracked WHERE relid = 'cap_pk'::regclass;
 DROP TABLE cap_pk;
