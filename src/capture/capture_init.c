@@ -33,9 +33,6 @@
 #include "mvinc.h"
 #include "capture/capture.h"
 
-/* how long a RENAME COLUMN of a tracked table waits for capture */
-#define MVINC_RENAME_WAIT_MS 30000
-
 CaptureShared *MvincCaptureShared = NULL;
 MvincCaptureTickFn mvinc_capture_tick = NULL;
 MvincCaptureWantedFn mvinc_capture_wanted = NULL;
@@ -268,20 +265,9 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (OidIsValid(altered) && OidIsValid(MvincChangeLogRelid(altered)))
 	{
 		/*
-		 * Changes committed before this statement are decoded with the old
-		 * names and written to the change log by name: let capture write
-		 * them before the change log's column is renamed (the lock taken
-		 * keeps new ones out).
+		 * Changes committed before the rename but captured after it find
+		 * their column by attribute number (capture_writer.c): no wait.
 		 */
-		if (renamed != NULL &&
-			!MvincTryWaitForCapture(MvincCaptureTarget(altered, GetXLogInsertRecPtr()),
-									MVINC_RENAME_WAIT_MS))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot rename a column of table \"%s\" now: change capture is behind",
-							get_rel_name(altered)),
-					 errdetail("Changes committed before the rename must be captured under the old name first."),
-					 errhint("Check mvinc.capture for the capture worker's state, then retry.")));
 		if (renamed != NULL)
 			MvincRenameChangeLogColumn(altered, renamed->subname, renamed->newname);
 		MvincSyncChangeLog(altered);

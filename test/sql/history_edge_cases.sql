@@ -101,8 +101,8 @@ INSERT INTO he_chi VALUES (5, 5);
 REFRESH MATERIALIZED VIEW he_par_only;
 SELECT count(*) AS versions FROM he_par_only;
 
--- a column renamed right after a write: the write is captured under the
--- old name before the change log's column is renamed
+-- a column renamed right after a write (usually before capture wrote it
+-- to the change log): the write's values follow the renamed column
 CREATE TABLE he_ren (k int PRIMARY KEY, v int);
 INSERT INTO he_ren VALUES (1, 1), (2, 2);
 CREATE MATERIALIZED VIEW he_ren_h WITH (mvinc.history = true, mvinc.key = 'k')
