@@ -44,6 +44,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use MvincNode;
 
 my $node = mvinc_node('dumpmatrix');
@@ -188,7 +189,14 @@ foreach my $way (qw(custom plain single schema_data directory))
 	foreach my $cmd (@{ $restore{$way}->($db) })
 	{
 		$step++;
-		$node->command_ok($cmd, "$way: restore step $step");
+		my ($out, $err) = ('', '');
+		ok(IPC::Run::run($cmd, '>', \$out, '2>', \$err), "$way: restore step $step");
+		# the views are adopted by the dump's REFRESH (two restore jobs
+		# refreshing views of one table once deadlocked, and the loser
+		# stayed unadopted with a warning); single-transaction restores
+		# cannot adopt (see the header)
+		unlike($err, qr/WARNING|ERROR/, "$way: restore step $step warns of nothing")
+		  unless $way eq 'single';
 	}
 	my $q = sub { $node->safe_psql($db, $_[0]) };
 
