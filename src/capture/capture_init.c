@@ -17,6 +17,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
@@ -262,16 +263,35 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_END_TRY();
 
-	if (OidIsValid(altered) && OidIsValid(MvincChangeLogRelid(altered)))
+	if (OidIsValid(altered))
 	{
+		RangeVar   *rv = renamed ? renamed->relation : ((AlterTableStmt *) parsetree)->relation;
+		List	   *relids;
+		ListCell   *lc;
+
 		/*
-		 * Changes committed before the rename but captured after it find
-		 * their column by attribute number (capture_writer.c): no wait.
+		 * The statement also changed the inheritors (partitions) unless ONLY
+		 * was given: a tracked partition's change log follows its columns
+		 * too (a partition's column can only be renamed through its parent).
 		 */
-		if (renamed != NULL)
-			MvincRenameChangeLogColumn(altered, renamed->subname, renamed->newname);
-		MvincSyncChangeLog(altered);
-		MvincHoldHorizonFor(altered);
+		relids = rv->inh ? find_all_inheritors(altered, NoLock, NULL) : list_make1_oid(altered);
+		foreach(lc, relids)
+		{
+			Oid			relid = lfirst_oid(lc);
+
+			if (!OidIsValid(MvincChangeLogRelid(relid)))
+				continue;
+
+			/*
+			 * Changes committed before the rename but captured after it
+			 * find their column by attribute number (capture_writer.c): no
+			 * wait.
+			 */
+			if (renamed != NULL)
+				MvincRenameChangeLogColumn(relid, renamed->subname, renamed->newname);
+			MvincSyncChangeLog(relid);
+			MvincHoldHorizonFor(relid);
+		}
 	}
 	if (dropping_mvinc && !OidIsValid(get_extension_oid("mvinc", true)))
 	{

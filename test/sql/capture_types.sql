@@ -110,6 +110,28 @@ SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT _mvinc_op AS op, _mvinc_image AS img, id, again FROM :cl WHERE id >= 10
  ORDER BY _mvinc_lsn, _mvinc_seq;
 
+-- a view over a partition whose columns are renamed and added through its
+-- parent (the only way for an inherited column): its change log follows
+CREATE TABLE cap_parted (id int, k int, v int) PARTITION BY RANGE (id);
+CREATE TABLE cap_part1 PARTITION OF cap_parted FOR VALUES FROM (0) TO (100);
+ALTER TABLE cap_part1 ADD PRIMARY KEY (id);
+INSERT INTO cap_parted VALUES (1, 1, 10);
+CREATE MATERIALIZED VIEW cap_part_sum WITH (mvinc.incremental = true) AS
+  SELECT k, sum(v) AS s, count(*) AS n FROM cap_part1 GROUP BY k;
+BEGIN;
+INSERT INTO cap_parted VALUES (2, 1, 20);
+ALTER TABLE cap_parted RENAME COLUMN v TO w;
+ALTER TABLE cap_parted ADD COLUMN note text;
+INSERT INTO cap_parted VALUES (3, 1, 30, 'x');
+COMMIT;
+SELECT mode FROM mvinc.refresh('cap_part_sum');
+SELECT * FROM cap_part_sum;
+SELECT * FROM mvinc.verify_view('cap_part_sum');
+SELECT attname FROM pg_attribute
+ WHERE attrelid = (SELECT changelog FROM mvinc.tracked WHERE relid = 'cap_part1'::regclass)
+   AND attnum > 6 AND NOT attisdropped ORDER BY attnum;
+DROP TABLE cap_parted CASCADE;
+
 -- DROP TABLE of a tracked source drops its change log and the tracking.
 SELECT count(*) AS tracked_before FROM mvinc.tracked WHERE relid = 'cap_pk'::regclass;
 DROP TABLE cap_pk;
