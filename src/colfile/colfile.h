@@ -292,6 +292,8 @@ extern bool ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 								ColfileRowGroup *rg);
 extern TransactionId ColfileGroupTupleBusy(const ColfileRowGroup *rg);
 extern bool ColfileGroupTupleReplaced(const ColfileRowGroup *rg);
+extern uint64 ColfileCompletionMark(void);
+extern bool ColfileCompletedSince(uint64 mark);
 extern List *ColfileListRowGroups(Oid relfilenode, Snapshot snapshot);
 extern List *ColfileListGroups(Relation rel, Snapshot snapshot);
 extern void ColfileDeleteAllMetadata(Oid relfilenode);

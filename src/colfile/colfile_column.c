@@ -42,6 +42,7 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
@@ -1038,15 +1039,36 @@ list_files(Oid relfilenode, const int64 *first_block, Snapshot snapshot)
 	if (first_block)
 		ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
 					Int64GetDatum(*first_block));
-	scan = systable_beginscan_ordered(meta, idx, mvcc ? snapshot : SnapshotAny,
-									  first_block ? 2 : 1, key);
-	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	for (;;)
 	{
-		if (!mvcc && !file_committed_or_mine(tup->t_data))
-			continue;
-		result = lappend(result, ColfileFileFromTuple(meta, tup));
+		uint64		mark = mvcc ? 0 : ColfileCompletionMark();
+		bool		skipped = false;
+
+		scan = systable_beginscan_ordered(meta, idx, mvcc ? snapshot : SnapshotAny,
+										  first_block ? 2 : 1, key);
+		while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+		{
+			if (!mvcc && !file_committed_or_mine(tup->t_data))
+			{
+				skipped = true;
+				continue;
+			}
+			result = lappend(result, ColfileFileFromTuple(meta, tup));
+		}
+		systable_endscan_ordered(scan);
+
+		/*
+		 * A merge of files by VACUUM inserts the merged file and deletes
+		 * the files it replaces: a listing may have skipped the first as
+		 * running (or never seen it, ColfileCompletionMark) and the others
+		 * as gone once it committed.  List again then.
+		 */
+		if (mvcc || !skipped || !ColfileCompletedSince(mark))
+			break;
+		list_free(result);
+		result = NIL;
+		CHECK_FOR_INTERRUPTS();
 	}
-	systable_endscan_ordered(scan);
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
 	return result;

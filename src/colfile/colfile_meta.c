@@ -25,6 +25,7 @@
 #include "commands/sequence.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "storage/itemptr.h"
@@ -449,6 +450,33 @@ compaction_in_progress(Relation meta, HeapTuple tup)
 }
 
 /*
+ * A lookup of metadata outside MVCC judges each tuple when it reaches it,
+ * but reads the index's entries a leaf page at a time, earlier: a VACUUM
+ * that inserts a replacing tuple after the page was read and commits
+ * before the tuples it replaces are judged leaves neither (they are gone,
+ * the new one was never listed).  The replacing tuple is in the index
+ * before its inserter counts as completed, so a scan during which no
+ * transaction completed missed nothing: take a mark before the scan, and
+ * if the scan skipped a tuple as gone, look again when transactions
+ * completed since.
+ */
+uint64
+ColfileCompletionMark(void)
+{
+	uint64		mark = ShmemVariableCache->xactCompletionCount;
+
+	pg_memory_barrier();
+	return mark;
+}
+
+bool
+ColfileCompletedSince(uint64 mark)
+{
+	pg_memory_barrier();
+	return ShmemVariableCache->xactCompletionCount != mark;
+}
+
+/*
  * Find the row group owning TID block 'block' visible under snapshot. With
  * a dirty snapshot, the snapshot's xmin/xmax report the inserter, as heap
  * does for a tuple.
@@ -475,35 +503,33 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 				Int64GetDatum(block));
 
 	/*
-	 * A lookup that is not MVCC judges each tuple when it reaches it, but
-	 * reads the index's entries a leaf page at a time, earlier: a
-	 * compaction that inserts its tuple after the page was read and commits
-	 * before the tuples it replaces are judged leaves nothing to find (they
-	 * are gone, the new one was never listed).  The tuple it inserted is in
-	 * the index before its commit counts as completed: when no transaction
-	 * completed during the scan, nothing was missed; else look again.  A
-	 * compacted tuple judged before the tuples it replaces may also be
-	 * skipped as running, and these as gone once it commits: look again.
+	 * Outside MVCC, a missed replacement is looked for again (see
+	 * ColfileCompletionMark); a dirty or self snapshot skips gone tuples
+	 * unseen, so any completion counts for it.  A compacted tuple judged
+	 * before the tuples it replaces may be skipped as running, and these as
+	 * gone once it commits: wait for its transaction, then look again.
 	 */
 	do
 	{
-		uint64		completions = 0;
+		uint64		mark = 0;
+		bool		skipped_gone = !skips_gone_groups(snapshot);
+		TransactionId compactor = InvalidTransactionId;
 
 		if (!IsMVCCSnapshot(snapshot))
-		{
-			completions = ShmemVariableCache->xactCompletionCount;
-			pg_memory_barrier();
-		}
+			mark = ColfileCompletionMark();
 		look_again = false;
 		found = false;
 		scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
 		while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 		{
 			if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
+			{
+				skipped_gone = true;
 				continue;
+			}
 			if (!IsMVCCSnapshot(snapshot) && compaction_in_progress(meta, tup))
 			{
-				look_again = true;
+				compactor = HeapTupleHeaderGetXmin(tup->t_data);
 				continue;
 			}
 			rowgroup_from_tuple(meta, tup, rg);
@@ -513,12 +539,14 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 		systable_endscan_ordered(scan);
 		if (found && block > ColfileGroupLastBlock(rg))
 			found = false;
-		if (!found && !IsMVCCSnapshot(snapshot))
+		if (!found && TransactionIdIsValid(compactor))
 		{
-			pg_memory_barrier();
-			if (ShmemVariableCache->xactCompletionCount != completions)
-				look_again = true;
+			XactLockTableWait(compactor, NULL, NULL, XLTW_None);
+			look_again = true;
 		}
+		else if (!found && !IsMVCCSnapshot(snapshot) && skipped_gone &&
+				 ColfileCompletedSince(mark))
+			look_again = true;
 		CHECK_FOR_INTERRUPTS();
 	} while (!found && look_again);
 	index_close(idx, AccessShareLock);
