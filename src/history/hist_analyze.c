@@ -50,6 +50,14 @@ refuse(const char *viewname, const char *detail, const char *hint)
 			 errhint("%s", hint)));
 }
 
+/*
+ * An index a DROP INDEX CONCURRENTLY is about to drop: the checks below
+ * judge the source without it (HistCheckSourceKeysWithout)
+ */
+static Oid	index_going = InvalidOid;
+
+static void check_source_keys(Oid relid);
+
 /* Is every key column of index among the attnums of keys? */
 static bool
 index_within_keys(Relation index, List *keys)
@@ -129,8 +137,13 @@ check_key_unique(HistDef *def, const char *viewname, const char *keytext)
 	def->full_old_rows = rel->rd_rel->relreplident != REPLICA_IDENTITY_FULL;
 	foreach(lc, indexes)
 	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		bool		plain = heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+		Relation	index;
+		bool		plain;
+
+		if (lfirst_oid(lc) == index_going)
+			continue;
+		index = index_open(lfirst_oid(lc), AccessShareLock);
+		plain = heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
 			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
 
 		/* a deferrable one lets two rows share a key within a transaction */
@@ -393,6 +406,32 @@ HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
 void
 HistCheckSourceKeys(Oid relid)
 {
+	HistCheckSourceKeysWithout(relid, InvalidOid);
+}
+
+/*
+ * The same, judging relid as if index were gone: before a DROP INDEX
+ * CONCURRENTLY, whose drop has committed by the time HistCheckSourceKeys
+ * could object.
+ */
+void
+HistCheckSourceKeysWithout(Oid relid, Oid index)
+{
+	PG_TRY();
+	{
+		index_going = index;
+		check_source_keys(relid);
+	}
+	PG_FINALLY();
+	{
+		index_going = InvalidOid;
+	}
+	PG_END_TRY();
+}
+
+static void
+check_source_keys(Oid relid)
+{
 	List	   *views = HistViewsOfSource(relid);
 	ListCell   *lc;
 
@@ -414,6 +453,8 @@ HistCheckSourceKeys(Oid relid)
 		ident = rel->rd_rel->relreplident;
 		index = RelationGetReplicaIndex(rel);
 		table_close(rel, AccessShareLock);
+		if (index == index_going)
+			index = InvalidOid;
 		if (ident == REPLICA_IDENTITY_FULL)
 			continue;
 		foreach(lk, def->keys)

@@ -88,6 +88,7 @@ extern HistDef *HistDefForView(Oid viewid, HistCatalog *cat);
 extern Query *HistAddIntervalColumns(Query *query);
 extern void HistCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri);
 extern void HistCheckSourceKeys(Oid relid);
+extern void HistCheckSourceKeysWithout(Oid relid, Oid index);
 extern List *HistViewsOfSource(Oid relid);
 
 /* hist_catalog.c */

@@ -828,10 +828,14 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			Oid			index = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
 
 			if (OidIsValid(index) && get_rel_relkind(index) == RELKIND_INDEX)
+			{
 				tables = lappend_oid(tables, IndexGetRelation(index, false));
+				/* CONCURRENTLY commits the drop before we could object: ask first */
+				if (((DropStmt *) parsetree)->concurrent)
+					HistCheckSourceKeysWithout(llast_oid(tables), index);
+			}
 		}
 		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
-		/* (CONCURRENTLY has committed the drop: an error could not undo it) */
 		if (((DropStmt *) parsetree)->concurrent)
 			return;
 		CommandCounterIncrement();

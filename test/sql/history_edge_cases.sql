@@ -80,8 +80,12 @@ ALTER TABLE he_pk DROP CONSTRAINT he_pk_key;         -- the replica identity's i
 ALTER TABLE he_pk REPLICA IDENTITY USING INDEX he_pk_alt;
 ALTER TABLE he_pk DROP CONSTRAINT he_pk_key;         -- now it may go
 DROP INDEX he_pk_alt;                                -- the last unique index on the key
+DROP INDEX CONCURRENTLY he_pk_alt;                   -- refused before it starts
 ALTER TABLE he_pk REPLICA IDENTITY FULL;
 DROP INDEX he_pk_alt;                                -- still the key's last unique index
+DROP INDEX CONCURRENTLY he_pk_alt;
+CREATE UNIQUE INDEX he_pk_more ON he_pk (id);
+DROP INDEX CONCURRENTLY he_pk_more;                  -- another one is left: it may go
 UPDATE he_pk SET v = 2;
 REFRESH MATERIALIZED VIEW he_pk_h;
 SELECT id, v, valid_to = 'infinity' AS current FROM he_pk_h ORDER BY valid_from;
