@@ -81,11 +81,29 @@ MvTryTrack(Oid relid, bool full_old_rows)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+		int			class;
+
 		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+
+		/*
+		 * Only a source that cannot be tracked yet is the caller's to
+		 * handle; a cancel, a deadlock, a lock timeout or an internal error
+		 * is not.
+		 */
+		class = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+		if (class == ERRCODE_TO_CATEGORY(ERRCODE_TRANSACTION_ROLLBACK) ||
+			class == ERRCODE_TO_CATEGORY(ERRCODE_OPERATOR_INTERVENTION) ||
+			class == ERRCODE_TO_CATEGORY(ERRCODE_INSUFFICIENT_RESOURCES) ||
+			class == ERRCODE_TO_CATEGORY(ERRCODE_INTERNAL_ERROR) ||
+			edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
 		ok = false;
 	}
 	PG_END_TRY();
