@@ -17,11 +17,15 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "access/transam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -94,6 +98,51 @@ MvincRetainedFrom(Oid relid)
 }
 
 /*
+ * The sources some consumer of which moved (a refresh set its needed_lsn)
+ * in a transaction that a running snapshot may not see yet.  Such a
+ * snapshot still sees the consumer's older checkpoint, and a read of a
+ * view under it (a REPEATABLE READ transaction that started before the
+ * refresh) needs the change-log rows after that checkpoint: they stay
+ * until every snapshot sees the move.  (Deleted rows would stay readable
+ * to such a snapshot, but reads take the change log's rows in the latest
+ * snapshot, where captured rows newer than the reader's snapshot are.)
+ */
+static List *
+sources_with_recent_consumers(MemoryContext cxt)
+{
+	List	   *busy = NIL;
+	Oid			consumers = get_relname_relid("consumers", get_namespace_oid(MVINC_SCHEMA, false));
+	Relation	rel;
+	TransactionId horizon;
+
+	if (!OidIsValid(consumers))
+		return NIL;
+	rel = table_open(consumers, AccessShareLock);
+	horizon = GetOldestNonRemovableTransactionId(rel);
+	table_close(rel, AccessShareLock);
+	if (SPI_execute("SELECT relid, xmin FROM mvinc.consumers", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mvinc.consumers");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		n1,
+					n2;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &n1));
+		TransactionId xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i],
+																 SPI_tuptable->tupdesc, 2, &n2));
+
+		if (TransactionIdIsNormal(xmin) && !TransactionIdPrecedes(xmin, horizon))
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			busy = list_append_unique_oid(busy, relid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	return busy;
+}
+
+/*
  * Worker: delete change log rows no consumer needs, one transaction of at
  * most 10000 per change log (true when some log may have more), and untrack sources that no longer exist (dropped by DROP SCHEMA CASCADE
  * or DROP OWNED, which the utility hook does not see).
@@ -104,6 +153,7 @@ MvincRetentionPass(void)
 	bool		more = false;
 	int			spi_nest;
 	List	   *work = NIL;
+	List	   *busy;
 	ListCell   *lc;
 	MemoryContext pass_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc retention",
 												   ALLOCSET_SMALL_SIZES);
@@ -113,6 +163,7 @@ MvincRetentionPass(void)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	spi_nest = MvincSpiConnect();
+	busy = sources_with_recent_consumers(pass_cxt);
 	if (SPI_execute("SELECT t.relid, t.changelog, "
 					"       (SELECT min(c.needed_lsn) FROM mvinc.consumers c WHERE c.relid = t.relid), "
 					"       NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.oid = t.relid) "
@@ -134,7 +185,7 @@ MvincRetentionPass(void)
 
 			if (orphan)
 				work = lappend(work, list_make3_oid(relid, logid, InvalidOid));
-			else if (!n3 && !mvinc_debug_keep_change_log)
+			else if (!n3 && !mvinc_debug_keep_change_log && !list_member_oid(busy, relid))
 			{
 				XLogRecPtr *p = palloc(sizeof(XLogRecPtr));
 
