@@ -3,7 +3,8 @@
  *	  Consumers of change logs (mvinc.consumers) and retention.
  *
  *	  A change log whose source has consumers loses the rows with lsn <=
- *	  the smallest needed_lsn of its consumers, deleted by the capture
+ *	  the smallest needed_lsn of its consumers (once every snapshot sees
+ *	  the transactions that set them), deleted by the capture
  *	  worker 10000 per transaction, one such batch per change log per pass
  *	  so that capture goes on in between (a refresh waiting for capture
  *	  must not wait for a whole retention); mvinc.tracked.retained_from records the
