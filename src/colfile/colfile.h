@@ -299,7 +299,7 @@ extern List *ColfileListGroups(Relation rel, Snapshot snapshot);
 extern void ColfileDeleteAllMetadata(Oid relfilenode);
 extern int64 ColfileMetadataTidEnd(Oid relfilenode);
 extern void ColfileDeleteMetadataBelow(Oid relfilenode, int64 floor);
-extern void ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg);
+extern bool ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg);
 extern void ColfileReplaceRowGroups(Relation rel, List *sources,
 									ColfileRowGroup *merged);
 /* Is the row at tid dead to everybody? (VACUUM's answer) */

@@ -975,19 +975,38 @@ ColfileDeleteRowStatesWhere(Oid relfilenode, ColfileRowGroup *rg,
 	CommandCounterIncrement();
 }
 
-/* Delete one row group's metadata and its row states (VACUUM) */
-void
+/*
+ * Delete one row group's metadata and its row states (VACUUM); false when
+ * its tuple was deleted meanwhile (see below)
+ */
+bool
 ColfileDeleteRowGroupMeta(Oid relfilenode, ColfileRowGroup *rg)
 {
 	ColfileMetaRels ids;
 	Relation	meta;
+	TM_Result	result;
+	TM_FailureData tmfd;
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, RowExclusiveLock);
-	simple_heap_delete(meta, &rg->self);
+
+	/*
+	 * The group was listed a while ago: its writer, committing meanwhile,
+	 * may have merged it into a bigger one of its own (deleting its tuple;
+	 * its row states and files then belong to the merged group).  Such a
+	 * group is not ours to drop any more.
+	 */
+	result = heap_delete(meta, &rg->self, GetCurrentCommandId(true), InvalidSnapshot,
+						 true, &tmfd, false);
 	table_close(meta, RowExclusiveLock);
+	if (result == TM_Updated || result == TM_Deleted)
+		return false;
+	if (result != TM_Ok)
+		elog(ERROR, "unexpected result %d deleting the row group tuple (%u,%u)", (int) result,
+			 ItemPointerGetBlockNumber(&rg->self), ItemPointerGetOffsetNumber(&rg->self));
 	ColfileDeleteRowStatesWhere(relfilenode, rg, NULL, NULL);
 	ColfileDeleteColumnFiles(relfilenode, rg);
+	return true;
 }
 
 /*

@@ -851,9 +851,8 @@ colfile_relation_vacuum(Relation rel, struct VacuumParams *params,
 			else
 				live++;
 		}
-		if (ndead == rg->nrows && TransactionIdDidCommit(rg->xmin))
-			ColfileDeleteRowGroupMeta(relfilenode, rg);
-		else
+		if (!(ndead == rg->nrows && TransactionIdDidCommit(rg->xmin) &&
+			  ColfileDeleteRowGroupMeta(relfilenode, rg)))
 			dead += ndead;
 	}
 	{
