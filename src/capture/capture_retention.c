@@ -99,28 +99,65 @@ MvincRetainedFrom(Oid relid)
 }
 
 /*
- * The sources some consumer of which moved (a refresh set its needed_lsn)
- * in a transaction that a running snapshot may not see yet.  Such a
- * snapshot still sees the consumer's older checkpoint, and a read of a
- * view under it (a REPEATABLE READ transaction that started before the
- * refresh) needs the change-log rows after that checkpoint: they stay
- * until every snapshot sees the move.  (Deleted rows would stay readable
- * to such a snapshot, but reads take the change log's rows in the latest
- * snapshot, where captured rows newer than the reader's snapshot are.)
+ * What retention may remove of a source: a refresh moves its consumer's
+ * needed_lsn, but a running snapshot that does not see that refresh still
+ * sees the view's older checkpoint, and a read of the view under it (a
+ * REPEATABLE READ transaction or a cursor that started before the
+ * refresh) needs the change-log rows after that checkpoint.  (Deleted rows
+ * would stay readable to such a snapshot, but reads take the change log's
+ * rows in the latest snapshot, where captured rows newer than the reader's
+ * snapshot are.)  So the rows removed are those below what the consumers
+ * needed when every snapshot already saw it: each pass notes the
+ * consumers' smallest needed_lsn and the newest transaction that wrote a
+ * consumer row (a candidate); once that transaction is below the xmin
+ * horizon, the candidate's needed_lsn is safe.  Refreshes that keep
+ * coming while transactions overlap them move the bound a horizon behind,
+ * never hold it (as VACUUM's); when no consumer row is newer than the
+ * horizon, the current needed_lsn is safe at once.  Kept in the worker's
+ * memory: a new worker starts again from its first pass.
  */
-static List *
-sources_with_recent_consumers(MemoryContext cxt)
+typedef struct RetentionBound
 {
-	List	   *busy = NIL;
-	Oid			consumers = get_relname_relid("consumers", get_namespace_oid(MVINC_SCHEMA, false));
-	Relation	rel;
-	TransactionId horizon;
+	Oid			relid;
+	XLogRecPtr	safe;			/* rows with lsn <= this may go */
+	bool		has_candidate;
+	XLogRecPtr	candidate_lsn;
+	TransactionId candidate_xid;
+} RetentionBound;
 
-	if (!OidIsValid(consumers))
-		return NIL;
-	rel = table_open(consumers, AccessShareLock);
-	horizon = GetOldestNonRemovableTransactionId(rel);
-	table_close(rel, AccessShareLock);
+static List *retention_bounds = NIL;	/* in TopMemoryContext */
+
+static RetentionBound *
+bound_for(Oid relid)
+{
+	ListCell   *lc;
+	RetentionBound *b;
+	MemoryContext old;
+
+	foreach(lc, retention_bounds)
+	{
+		b = lfirst(lc);
+		if (b->relid == relid)
+			return b;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	b = palloc0(sizeof(RetentionBound));
+	b->relid = relid;
+	retention_bounds = lappend(retention_bounds, b);
+	MemoryContextSwitchTo(old);
+	return b;
+}
+
+/*
+ * The newest transaction that wrote a consumer row of each source
+ * (relids[i] -> newest[i], transaction ids kept in an OID list: both are
+ * 32 bits), InvalidTransactionId when all are frozen
+ */
+static void
+newest_consumer_writers(List **relids, List **newest)
+{
+	*relids = NIL;
+	*newest = NIL;
 	if (SPI_execute("SELECT relid, xmin FROM mvinc.consumers", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read mvinc.consumers");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -131,16 +168,63 @@ sources_with_recent_consumers(MemoryContext cxt)
 														   SPI_tuptable->tupdesc, 1, &n1));
 		TransactionId xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i],
 																 SPI_tuptable->tupdesc, 2, &n2));
+		ListCell   *lr,
+				   *ln;
+		bool		found = false;
 
-		if (TransactionIdIsNormal(xmin) && !TransactionIdPrecedes(xmin, horizon))
+		if (!TransactionIdIsNormal(xmin))
+			xmin = InvalidTransactionId;
+		forboth(lr, *relids, ln, *newest)
 		{
-			MemoryContext old = MemoryContextSwitchTo(cxt);
-
-			busy = list_append_unique_oid(busy, relid);
-			MemoryContextSwitchTo(old);
+			if (lfirst_oid(lr) != relid)
+				continue;
+			if (TransactionIdIsValid(xmin) &&
+				(!TransactionIdIsValid(lfirst_oid(ln)) || TransactionIdFollows(xmin, lfirst_oid(ln))))
+				lfirst_oid(ln) = xmin;
+			found = true;
+		}
+		if (!found)
+		{
+			*relids = lappend_oid(*relids, relid);
+			*newest = lappend_oid(*newest, (Oid) xmin);
 		}
 	}
-	return busy;
+}
+
+/* The bound of this pass for a source whose consumers now need needed */
+static XLogRecPtr
+retention_bound(Oid relid, XLogRecPtr needed, List *relids, List *newest,
+				TransactionId horizon)
+{
+	RetentionBound *b = bound_for(relid);
+	TransactionId writer = InvalidTransactionId;
+	ListCell   *lr,
+			   *ln;
+
+	forboth(lr, relids, ln, newest)
+		if (lfirst_oid(lr) == relid)
+			writer = lfirst_oid(ln);
+	if (!TransactionIdIsValid(writer) || TransactionIdPrecedes(writer, horizon))
+	{
+		/* every snapshot sees the consumers as they are */
+		b->safe = needed;
+		b->has_candidate = false;
+		return b->safe;
+	}
+	if (b->has_candidate && TransactionIdPrecedes(b->candidate_xid, horizon))
+	{
+		if (b->candidate_lsn > b->safe)
+			b->safe = b->candidate_lsn;
+		b->has_candidate = false;
+	}
+	if (!b->has_candidate)
+	{
+		b->has_candidate = true;
+		b->candidate_lsn = needed;
+		b->candidate_xid = writer;
+	}
+	/* (never past what the consumers need now) */
+	return Min(b->safe, needed);
 }
 
 /*
@@ -154,7 +238,9 @@ MvincRetentionPass(void)
 	bool		more = false;
 	int			spi_nest;
 	List	   *work = NIL;
-	List	   *busy;
+	List	   *consumer_relids;
+	List	   *consumer_writers;
+	TransactionId horizon;
 	ListCell   *lc;
 	MemoryContext pass_cxt = AllocSetContextCreate(TopMemoryContext, "mvinc retention",
 												   ALLOCSET_SMALL_SIZES);
@@ -164,7 +250,16 @@ MvincRetentionPass(void)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	spi_nest = MvincSpiConnect();
-	busy = sources_with_recent_consumers(pass_cxt);
+	{
+		Oid			consumers = get_relname_relid("consumers", get_namespace_oid(MVINC_SCHEMA, false));
+		Relation	rel = table_open(consumers, AccessShareLock);
+		MemoryContext old = MemoryContextSwitchTo(pass_cxt);
+
+		horizon = GetOldestNonRemovableTransactionId(rel);
+		table_close(rel, AccessShareLock);
+		newest_consumer_writers(&consumer_relids, &consumer_writers);
+		MemoryContextSwitchTo(old);
+	}
 	if (SPI_execute("SELECT t.relid, t.changelog, "
 					"       (SELECT min(c.needed_lsn) FROM mvinc.consumers c WHERE c.relid = t.relid), "
 					"       NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.oid = t.relid) "
@@ -186,12 +281,18 @@ MvincRetentionPass(void)
 
 			if (orphan)
 				work = lappend(work, list_make3_oid(relid, logid, InvalidOid));
-			else if (!n3 && !mvinc_debug_keep_change_log && !list_member_oid(busy, relid))
+			else if (!n3 && !mvinc_debug_keep_change_log)
 			{
-				XLogRecPtr *p = palloc(sizeof(XLogRecPtr));
+				XLogRecPtr	bound = retention_bound(relid, DatumGetLSN(needed), consumer_relids,
+													consumer_writers, horizon);
 
-				*p = DatumGetLSN(needed);
-				work = lappend(work, list_make2(list_make2_oid(relid, logid), p));
+				if (bound != InvalidXLogRecPtr)
+				{
+					XLogRecPtr *p = palloc(sizeof(XLogRecPtr));
+
+					*p = bound;
+					work = lappend(work, list_make2(list_make2_oid(relid, logid), p));
+				}
 			}
 			MemoryContextSwitchTo(old);
 		}
