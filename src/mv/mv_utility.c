@@ -17,6 +17,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
@@ -830,10 +831,23 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			if (OidIsValid(index) && get_rel_relkind(index) == RELKIND_INDEX)
 			{
 				tables = lappend_oid(tables, IndexGetRelation(index, false));
-				/* CONCURRENTLY commits the drop before we could object: ask first */
+
+				/*
+				 * CONCURRENTLY commits the drop before we could object: ask
+				 * first, under the lock it takes on the table (so that a
+				 * second one waits until this index is invalid, and is
+				 * judged without it)
+				 */
 				if (((DropStmt *) parsetree)->concurrent)
+				{
+					LockRelationOid(llast_oid(tables), ShareUpdateExclusiveLock);
 					HistCheckSourceKeysWithout(llast_oid(tables), index);
+				}
 			}
+			else if (OidIsValid(index) && get_rel_relkind(index) == RELKIND_PARTITIONED_INDEX)
+				/* its partitions' indexes go too */
+				tables = list_concat(tables,
+									 find_all_inheritors(IndexGetRelation(index, false), NoLock, NULL));
 		}
 		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		if (((DropStmt *) parsetree)->concurrent)

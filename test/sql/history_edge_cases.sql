@@ -86,6 +86,17 @@ DROP INDEX he_pk_alt;                                -- still the key's last uni
 DROP INDEX CONCURRENTLY he_pk_alt;
 CREATE UNIQUE INDEX he_pk_more ON he_pk (id);
 DROP INDEX CONCURRENTLY he_pk_more;                  -- another one is left: it may go
+-- a partitioned index takes its partitions' indexes with it
+CREATE TABLE he_hp (id int NOT NULL, v int) PARTITION BY RANGE (id);
+CREATE TABLE he_hp1 PARTITION OF he_hp FOR VALUES FROM (0) TO (100);
+ALTER TABLE he_hp1 REPLICA IDENTITY FULL;
+CREATE UNIQUE INDEX he_hp_id ON he_hp (id);
+INSERT INTO he_hp VALUES (1, 1);
+CREATE MATERIALIZED VIEW he_hp_h WITH (mvinc.history = true, mvinc.key = 'id')
+  AS SELECT id, v FROM he_hp1;
+DROP INDEX he_hp_id;                                 -- he_hp1's key index would go
+DROP MATERIALIZED VIEW he_hp_h;
+DROP TABLE he_hp;
 UPDATE he_pk SET v = 2;
 REFRESH MATERIALIZED VIEW he_pk_h;
 SELECT id, v, valid_to = 'infinity' AS current FROM he_pk_h ORDER BY valid_from;
