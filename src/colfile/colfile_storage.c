@@ -106,43 +106,77 @@ set_meta_lower(Page page)
 		((char *) &m->free[m->nfree]) - (char *) page;
 }
 
-/* Pin and lock block 0, creating it when the relation is empty */
+/* Format block 0, pinned and exclusively locked, as an empty file's metapage */
+static void
+format_metapage(Relation rel, Buffer buf, int64 floor)
+{
+	GenericXLogState *state = GenericXLogStart(rel);
+	Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+
+	PageInit(page, BLCKSZ, META_SPECIAL);
+	MetaOf(page)->magic = COLFILE_MAGIC;
+	MetaOf(page)->version = COLFILE_VERSION;
+	*MetaTidFloor(page) = floor;
+	MetaOf(page)->next_tid_block = floor;
+	MetaOf(page)->next_byte = 0;
+	MetaOf(page)->nfree = 0;
+	set_meta_lower(page);
+	GenericXLogFinish(state);
+}
+
+/*
+ * Pin and lock block 0, creating it when the relation is empty.
+ *
+ * The metapage is created under the relation's extension lock.  A backend
+ * that finds block 0 all zeros either came between its creator's extension
+ * and formatting (the new buffer is not locked yet), or finds the file of
+ * a crash that extended it but never logged the page: it waits for the
+ * extension lock to be free and then formats the page itself if it is
+ * still new.
+ */
 static Buffer
 lock_metapage(Relation rel, int mode)
 {
 	Buffer		buf;
 
-	if (RelationGetNumberOfBlocks(rel) == 0)
+	for (;;)
 	{
+		bool		empty = RelationGetNumberOfBlocks(rel) == 0;
 		/* (read before the extension lock: no other lock may be taken under it) */
-		int64		floor = ColfileMetadataTidEnd(rel->rd_node.relNode);
+		int64		floor = empty ? ColfileMetadataTidEnd(rel->rd_node.relNode) : 0;
 
-		LockRelationForExtension(rel, ExclusiveLock);
-		if (RelationGetNumberOfBlocks(rel) == 0)
+		if (empty)
 		{
-			GenericXLogState *state;
-			Page		page;
-
-			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
-			Assert(BufferGetBlockNumber(buf) == 0);
-			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-			state = GenericXLogStart(rel);
-			page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-			PageInit(page, BLCKSZ, META_SPECIAL);
-			MetaOf(page)->magic = COLFILE_MAGIC;
-			MetaOf(page)->version = COLFILE_VERSION;
-			*MetaTidFloor(page) = floor;
-			MetaOf(page)->next_tid_block = floor;
-			MetaOf(page)->next_byte = 0;
-			MetaOf(page)->nfree = 0;
-			set_meta_lower(page);
-			GenericXLogFinish(state);
-			UnlockReleaseBuffer(buf);
+			LockRelationForExtension(rel, ExclusiveLock);
+			if (RelationGetNumberOfBlocks(rel) == 0)
+			{
+				buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+				Assert(BufferGetBlockNumber(buf) == 0);
+				LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+				format_metapage(rel, buf, floor);
+				UnlockReleaseBuffer(buf);
+			}
+			UnlockRelationForExtension(rel, ExclusiveLock);
 		}
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, 0, RBM_NORMAL, NULL);
+		LockBuffer(buf, mode);
+		if (!PageIsNew(BufferGetPage(buf)))
+			break;
+		UnlockReleaseBuffer(buf);
+
+		/*
+		 * Wait for its creator, but hold no extension lock while waiting for
+		 * the page: writers lock the metapage before extending the file.
+		 */
+		floor = ColfileMetadataTidEnd(rel->rd_node.relNode);
+		LockRelationForExtension(rel, ExclusiveLock);
 		UnlockRelationForExtension(rel, ExclusiveLock);
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, 0, RBM_NORMAL, NULL);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (PageIsNew(BufferGetPage(buf)))
+			format_metapage(rel, buf, floor);
+		UnlockReleaseBuffer(buf);
 	}
-	buf = ReadBufferExtended(rel, MAIN_FORKNUM, 0, RBM_NORMAL, NULL);
-	LockBuffer(buf, mode);
 	if (MetaOf(BufferGetPage(buf))->magic != COLFILE_MAGIC)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
