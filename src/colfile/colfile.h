@@ -439,6 +439,8 @@ extern ColfileGroupCache *ColfileLoadGroup(Relation rel, ColfileRowGroup *rg,
 extern void ColfileFreeGroup(ColfileGroupCache *gc);
 extern void ColfileFillSlot(Relation rel, ColfileGroupCache *gc, int pos,
 							TupleTableSlot *slot, ColfileProj *proj);
+extern ColfileDecoded *ColfileGroupColumn(Relation rel, ColfileGroupCache *gc, int a,
+										  TupleDesc desc);
 extern void ColfileFillSlotScan(Relation rel, ColfileGroupCache *gc, int pos,
 								TupleTableSlot *slot, ColfileProj *proj);
 extern ColfileProj *ColfileMakeProj(Bitmapset *needed, int natts);
@@ -609,6 +611,15 @@ extern void ColfileProjectionXactEnd(void);
 extern void ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed);
 extern ColfileRowGroup *ColfileScanNextGroup(TableScanDesc scan);
 extern void ColfileScanSetSkipQuals(TableScanDesc scan, List *quals, Index scanrelid);
+extern ColfileGroupCache *ColfileScanNextLoadedGroup(TableScanDesc scan, const uint8 **gone,
+													 bool *per_row);
+extern bool ColfileScanRowVisible(TableScanDesc scan, int pos);
+extern void ColfileScanCountRows(TableScanDesc scan, int64 nrows);
+extern int64 ColfileScanGroupsSkipped(TableScanDesc scan);
+
+/* colfile_aggscan.c */
+extern bool colfile_aggregate_scan;
+extern void ColfileAggScanInit(void);
 extern void ColfileIndexFetchSetNeeded(IndexFetchTableData *fetch, Bitmapset *needed);
 
 #endif							/* MVINC_COLFILE_H */

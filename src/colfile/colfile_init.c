@@ -148,4 +148,5 @@ MvincColfileInit(void)
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = colfile_object_access;
 	ColfileProjectionInit();
+	ColfileAggScanInit();
 }

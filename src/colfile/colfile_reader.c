@@ -225,6 +225,21 @@ fill_one(Relation rel, ColfileGroupCache *gc, int a, int pos, TupleTableSlot *sl
 	slot->tts_isnull[a] = gc->cols[a]->isnull[pos];
 }
 
+/*
+ * Column a (0-based) of a group loaded by a scan (not by block), decoded
+ * whole with its column files overlaid, read with the descriptor desc
+ */
+ColfileDecoded *
+ColfileGroupColumn(Relation rel, ColfileGroupCache *gc, int a, TupleDesc desc)
+{
+	Assert(!gc->by_block && a < gc->natts);
+	if (gc->cols[a] == NULL)
+		gc->cols[a] = gc->nvisible > 0 ?
+			ColfileDecodeColumn(rel, gc, a, desc) :
+			ColfileDecodeChunk(rel, &gc->rg, desc, a + 1, gc->cxt);
+	return gc->cols[a];
+}
+
 /* Is reading row pos of column a a first touch of its mini-block? */
 static inline bool
 first_touch(ColfileGroupCache *gc, int a, int pos)

@@ -124,7 +124,8 @@ ColfileScanSetNeeded(TableScanDesc scan, Bitmapset *needed)
 
 /*
  * Take the quals of the form "column op constant" (op a btree operator of
- * the column type's default operator family) as group-skipping keys.
+ * the column type's default operator family) as group-skipping keys,
+ * replacing any set before.
  */
 void
 ColfileScanSetSkipQuals(TableScanDesc scan, List *quals, Index scanrelid)
@@ -135,6 +136,7 @@ ColfileScanSetSkipQuals(TableScanDesc scan, List *quals, Index scanrelid)
 	ListCell   *lc;
 
 	s->skip = palloc0(sizeof(ColfileSkipKey) * Max(list_length(quals), 1));
+	s->nskip = 0;
 	foreach(lc, quals)
 	{
 		OpExpr	   *op = lfirst(lc);
@@ -695,6 +697,67 @@ ColfileScanNextGroup(TableScanDesc scan)
 	if (gi >= s->ngroups)
 		return NULL;
 	return s->groups[gi];
+}
+
+/*
+ * Next group of a forward, non-parallel scan for a consumer that reads
+ * columns whole (the aggregate scan), loaded, with the rows to skip: none
+ * (*gone NULL, *per_row false), those set in *gone, or, with *per_row,
+ * those ColfileScanRowVisible refuses.  NULL at the end.  Groups the
+ * skip keys exclude are passed over, as by the row-at-a-time scan.
+ */
+ColfileGroupCache *
+ColfileScanNextLoadedGroup(TableScanDesc scan, const uint8 **gone, bool *per_row)
+{
+	ColfileScanDesc s = (ColfileScanDesc) scan;
+
+	Assert(s->base.rs_parallel == NULL);
+	if (!s->loaded)
+		load_groups(s);
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		s->gi = next_group_index(s);
+		s->pos = -1;
+		if (s->gi >= s->ngroups)
+		{
+			s->gi = s->ngroups;
+			return NULL;
+		}
+		if (s->nskip > 0 && group_excluded(s, s->groups[s->gi]))
+		{
+			s->groups_skipped++;
+			continue;
+		}
+		ensure_group(s, s->gi);
+		*gone = s->cur_all_visible ? NULL : s->cur_gone;
+		*per_row = !s->cur_all_visible && s->cur_gone == NULL;
+		return s->cur;
+	}
+}
+
+/* Is row pos of the group ColfileScanNextLoadedGroup returned last visible? */
+bool
+ColfileScanRowVisible(TableScanDesc scan, int pos)
+{
+	return row_visible((ColfileScanDesc) scan, pos);
+}
+
+/* Row groups the skip keys excluded so far */
+int64
+ColfileScanGroupsSkipped(TableScanDesc scan)
+{
+	return ((ColfileScanDesc) scan)->groups_skipped;
+}
+
+/* Count rows a batch consumer read, as the scan's statistics count them */
+void
+ColfileScanCountRows(TableScanDesc scan, int64 nrows)
+{
+	Relation	rel = scan->rs_rd;
+
+	if (pgstat_should_count_relation(rel))
+		rel->pgstat_info->t_counts.t_tuples_returned += nrows;
 }
 
 /* ---- index fetches ---- */

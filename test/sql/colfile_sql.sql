@@ -117,8 +117,10 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
+SET mvinc.colfile_aggregate_scan = off;  -- (else one Colfile Aggregate node)
 EXPLAIN (COSTS OFF) SELECT count(*) FROM parent;
 SELECT count(*) FROM parent;
+RESET mvinc.colfile_aggregate_scan;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
