@@ -184,6 +184,14 @@ EXPLAIN (COSTS OFF) SELECT g, (SELECT count(*) FROM ag HAVING count(*) > g) FROM
 SELECT g, (SELECT count(*) FROM ag HAVING count(*) > g) = (SELECT count(*) FROM ag_heap) AS same
   FROM (VALUES (1), (3500), (100000)) v(g);
 
+-- a correlated subquery: its conditions' values change per outer row
+CREATE TABLE ag_outer (x int);
+INSERT INTO ag_outer VALUES (1), (2), (NULL), (3);
+EXPLAIN (COSTS OFF) SELECT x, (SELECT count(*) FROM ag WHERE b > x * 1000 AND id < x * 1000) FROM ag_outer;
+SELECT x, (SELECT count(*) FROM ag WHERE b > x * 1000 AND id < x * 1000) = (SELECT count(*) FROM ag_heap WHERE b > x * 1000 AND id < x * 1000) AS same
+  FROM ag_outer ORDER BY x;
+DROP TABLE ag_outer;
+
 -- row-level security and privileges as the sequential scan gives them
 CREATE ROLE ag_reader;
 GRANT CREATE ON SCHEMA public TO ag_reader;
