@@ -933,6 +933,18 @@ evaluate_value(AggScanState *st, AggCond *c, TupleDesc desc)
 	MemoryContextSwitchTo(old);
 }
 
+/* Rows of a group not marked in skip */
+static int64
+count_unskipped(const uint8 *skip, int nrows)
+{
+	int64		n = 0;
+
+	for (int pos = 0; pos < nrows; pos++)
+		if (!ROW_SKIPPED(skip, pos))
+			n++;
+	return n;
+}
+
 /* Skip row groups by the conditions whose values are known */
 static void
 set_skip_keys(AggScanState *st, TableScanDesc scan)
@@ -1011,6 +1023,7 @@ compute_aggregates(AggScanState *st)
 		int64		nvisible = nrows;
 
 		st->groups_read++;
+		CHECK_FOR_INTERRUPTS();
 		if (per_row || st->nconds > 0)
 		{
 			/* rows skipped: hidden, or refused by a condition */
@@ -1028,6 +1041,8 @@ compute_aggregates(AggScanState *st)
 				for (int pos = 0; pos < nrows; pos++)
 					if (!ColfileScanRowVisible(scan, pos))
 						checked[pos >> 3] |= 1 << (pos & 7);
+			/* the scan's statistics count the rows it returns, before conditions */
+			visible_rows += count_unskipped(checked, nrows);
 			for (int i = 0; i < st->nconds; i++)
 			{
 				AggCond    *c = &st->conds[i];
@@ -1058,10 +1073,9 @@ compute_aggregates(AggScanState *st)
 			}
 		}
 		if (skip != NULL)
-			for (int pos = 0; pos < nrows; pos++)
-				if (ROW_SKIPPED(skip, pos))
-					nvisible--;
-		visible_rows += nvisible;
+			nvisible = count_unskipped(skip, nrows);
+		if (!(per_row || st->nconds > 0))
+			visible_rows += nvisible;
 		for (int i = 0; i < st->naggs; i++)
 		{
 			AggAccum   *a = &st->accums[i];

@@ -184,6 +184,17 @@ EXPLAIN (COSTS OFF) SELECT g, (SELECT count(*) FROM ag HAVING count(*) > g) FROM
 SELECT g, (SELECT count(*) FROM ag HAVING count(*) > g) = (SELECT count(*) FROM ag_heap) AS same
   FROM (VALUES (1), (3500), (100000)) v(g);
 
+-- statistics count what a sequential scan counts: rows read, not passed
+BEGIN;
+SELECT seq_scan AS scans, seq_tup_read AS rows_read FROM pg_stat_xact_user_tables WHERE relid = 'ag'::regclass \gset
+SELECT count(*) FROM ag WHERE id < 1000 AND b IS NOT NULL;
+SELECT seq_scan - :scans AS scans, seq_tup_read - :rows_read AS rows_read FROM pg_stat_xact_user_tables WHERE relid = 'ag'::regclass;
+SET LOCAL mvinc.colfile_aggregate_scan = off;
+SELECT seq_scan AS scans, seq_tup_read AS rows_read FROM pg_stat_xact_user_tables WHERE relid = 'ag'::regclass \gset
+SELECT count(*) FROM ag WHERE id < 1000 AND b IS NOT NULL;
+SELECT seq_scan - :scans AS scans, seq_tup_read - :rows_read AS rows_read FROM pg_stat_xact_user_tables WHERE relid = 'ag'::regclass;
+COMMIT;
+
 -- a correlated subquery: its conditions' values change per outer row
 CREATE TABLE ag_outer (x int);
 INSERT INTO ag_outer VALUES (1), (2), (NULL), (3);
