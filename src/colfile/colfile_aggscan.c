@@ -676,108 +676,144 @@ int_datum(int64 v, Oid type)
 
 #define ROW_SKIPPED(skip, pos) ((skip) != NULL && ((skip)[(pos) >> 3] & (1 << ((pos) & 7))) != 0)
 
+/*
+ * For each row of the group that is neither skipped nor NULL, BODY with
+ * v = its Datum; count counts them.  Two loops, so that a group without
+ * rows to skip tests no bitmap.
+ */
+#define FOLD_ROWS(BODY) \
+	do { \
+		if (skip == NULL) \
+		{ \
+			for (int pos = 0; pos < nrows; pos++) \
+				if (!isnull[pos]) \
+				{ \
+					Datum		v = values[pos]; \
+					BODY; \
+					count++; \
+				} \
+		} \
+		else \
+		{ \
+			for (int pos = 0; pos < nrows; pos++) \
+				if (!ROW_SKIPPED(skip, pos) && !isnull[pos]) \
+				{ \
+					Datum		v = values[pos]; \
+					BODY; \
+					count++; \
+				} \
+		} \
+	} while (0)
+
 /* Fold the visible rows of one loaded group into one aggregate */
 static void
 fold_column(AggAccum *a, const ColfileDecoded *d, int nrows, const uint8 *skip)
 {
-	int			pos;
+	const Datum *values = d->values;
+	const bool *isnull = d->isnull;
+	int64		count = 0;
 
 	switch (a->kind)
 	{
 		case AK_COUNT_STAR:
-			break;				/* counted per group */
+			return;				/* counted per group */
 		case AK_COUNT:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-					a->count++;
+			FOLD_ROWS((void) v);
 			break;
 		case AK_SUM_INT:
 		case AK_AVG_INT:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					a->isum += int_value(d->values[pos], a->argtype);
-					a->count++;
-				}
-			break;
-#ifdef HAVE_INT128
-		case AK_SUM_INT8:
-		case AK_AVG_INT8:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					a->bigsum += (int128) DatumGetInt64(d->values[pos]);
-					a->count++;
-				}
-			break;
-#else
-		case AK_SUM_INT8:
-		case AK_AVG_INT8:
-			elog(ERROR, "colfile aggregate without 128-bit integers");
-			break;
-#endif
-		case AK_SUM_FLOAT4:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					float4		v = DatumGetFloat4(d->values[pos]);
+			{
+				int64		sum = a->isum;
 
-					/* (the first value is the state, as in the strict float4pl) */
-					a->f4 = a->count == 0 ? v : float4_pl(a->f4, v);
-					a->count++;
-				}
+				if (a->argtype == INT2OID)
+					FOLD_ROWS(sum += DatumGetInt16(v));
+				else
+					FOLD_ROWS(sum += DatumGetInt32(v));
+				a->isum = sum;
+			}
+			break;
+		case AK_SUM_INT8:
+		case AK_AVG_INT8:
+#ifdef HAVE_INT128
+			{
+				int128		sum = a->bigsum;
+
+				FOLD_ROWS(sum += (int128) DatumGetInt64(v));
+				a->bigsum = sum;
+			}
+#else
+			elog(ERROR, "colfile aggregate without 128-bit integers");
+#endif
+			break;
+		case AK_SUM_FLOAT4:
+			{
+				float4		sum = a->f4;
+				bool		first = a->count == 0;
+
+				/* (the first value is the state, as in the strict float4pl) */
+				FOLD_ROWS(sum = first ? DatumGetFloat4(v) : float4_pl(sum, DatumGetFloat4(v));
+						  first = false);
+				a->f4 = sum;
+			}
 			break;
 		case AK_SUM_FLOAT8:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					float8		v = DatumGetFloat8(d->values[pos]);
+			{
+				float8		sum = a->f8;
+				bool		first = a->count == 0;
 
-					a->f8 = a->count == 0 ? v : float8_pl(a->f8, v);
-					a->count++;
-				}
+				FOLD_ROWS(sum = first ? DatumGetFloat8(v) : float8_pl(sum, DatumGetFloat8(v));
+						  first = false);
+				a->f8 = sum;
+			}
 			break;
 		case AK_MIN_INT:
 		case AK_MAX_INT:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					int64		v = int_value(d->values[pos], a->argtype);
+			{
+				bool		is_min = a->kind == AK_MIN_INT;
+				bool		first = a->count == 0;
+				int64		m = a->ival;
 
-					if (a->count == 0 ||
-						(a->kind == AK_MIN_INT ? v < a->ival : v > a->ival))
-						a->ival = v;
-					a->count++;
-				}
+				FOLD_ROWS(int64 x = int_value(v, a->argtype);
+
+						  if (first || (is_min ? x < m : x > m))
+							  m = x;
+						  first = false);
+				a->ival = m;
+			}
 			break;
 		case AK_MIN_FLOAT4:
 		case AK_MAX_FLOAT4:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					float4		v = DatumGetFloat4(d->values[pos]);
+			{
+				bool		is_min = a->kind == AK_MIN_FLOAT4;
+				bool		first = a->count == 0;
+				float4		m = a->f4;
 
-					/* float4smaller / float4larger: the new value unless the state wins */
-					if (a->count == 0 ||
-						!(a->kind == AK_MIN_FLOAT4 ? float4_lt(a->f4, v) : float4_gt(a->f4, v)))
-						a->f4 = v;
-					a->count++;
-				}
+				/* float4smaller / float4larger: the new value unless the state wins */
+				FOLD_ROWS(float4 x = DatumGetFloat4(v);
+
+						  if (first || !(is_min ? float4_lt(m, x) : float4_gt(m, x)))
+							  m = x;
+						  first = false);
+				a->f4 = m;
+			}
 			break;
 		case AK_MIN_FLOAT8:
 		case AK_MAX_FLOAT8:
-			for (pos = 0; pos < nrows; pos++)
-				if (!ROW_SKIPPED(skip, pos) && !d->isnull[pos])
-				{
-					float8		v = DatumGetFloat8(d->values[pos]);
+			{
+				bool		is_min = a->kind == AK_MIN_FLOAT8;
+				bool		first = a->count == 0;
+				float8		m = a->f8;
 
-					if (a->count == 0 ||
-						!(a->kind == AK_MIN_FLOAT8 ? float8_lt(a->f8, v) : float8_gt(a->f8, v)))
-						a->f8 = v;
-					a->count++;
-				}
+				FOLD_ROWS(float8 x = DatumGetFloat8(v);
+
+						  if (first || !(is_min ? float8_lt(m, x) : float8_gt(m, x)))
+							  m = x;
+						  first = false);
+				a->f8 = m;
+			}
 			break;
 	}
+	a->count += count;
 }
 
 /* Mark in skip the rows of a group that condition c refuses */
