@@ -93,11 +93,15 @@ xact_changes(Oid relid)
 	return n;
 }
 
-/* Did the current transaction insert, update or delete rows of relid? */
+/*
+ * Did the current transaction insert, update or delete rows of relid?
+ * pgstat's counts say so only while track_counts is on; the locks such
+ * changes hold say so always (and also after a write that changed no row).
+ */
 bool
 MvXactModified(Oid relid)
 {
-	return xact_changes(relid) != 0;
+	return xact_changes(relid) != 0 || MvXactMayHaveWritten(relid);
 }
 
 /*
@@ -166,7 +170,8 @@ own_changes_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
 
-	if (event == XACT_EVENT_PRE_COMMIT)
+	/* (PREPARE TRANSACTION too: its changes are captured at COMMIT PREPARED) */
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE)
 	{
 		foreach(lc, own_changes)
 		{
@@ -1267,6 +1272,16 @@ refresh_view_run(Oid viewid, bool full, bool initial, Snapshot *keep, MvRefreshR
 		mvinc_refresh_depth--;
 	}
 	PG_END_TRY();
+
+	/*
+	 * Without track_counts the pre-commit check cannot count later changes
+	 * of the source (one routed through a partitioned parent, or made by a
+	 * trigger, is not seen by MvNoteSourceWrite): a refresh that read the
+	 * transaction's own changes leaves the view stale, so that reads run
+	 * the query and the next refresh is full.
+	 */
+	if (rc->own_modified && !pgstat_track_counts)
+		MvCatalogMarkStale(viewid);
 	if (keep)
 		*keep = rc->snap;
 	else if (rc->snap)
