@@ -34,7 +34,6 @@ extern XLogRecPtr MvincCapturedLsn(void);
 extern XLogRecPtr MvincRecordEndFloor(XLogRecPtr p);
 extern void MvincSetConsumer(Oid relid, const char *consumer, XLogRecPtr needed_lsn);
 extern void MvincDropConsumer(Oid relid, const char *consumer);
-extern XLogRecPtr MvincRetainedFrom(Oid relid);
 extern XLogRecPtr MvincRetainedFromIn(Oid relid, Snapshot snapshot);
 extern XLogRecPtr MvincCaptureTarget(Oid relid, XLogRecPtr insert_lsn);
 

@@ -74,30 +74,6 @@ MvincDropConsumer(Oid relid, const char *consumer)
 	MvincSpiFinish(spi_nest);
 }
 
-/* Rows of the source's change log with lsn <= this were removed */
-XLogRecPtr
-MvincRetainedFrom(Oid relid)
-{
-	int			spi_nest;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	XLogRecPtr	result = InvalidXLogRecPtr;
-
-	spi_nest = MvincSpiConnect();
-	if (SPI_execute_with_args("SELECT retained_from FROM mvinc.tracked WHERE relid = $1",
-							  1, argtypes, args, NULL, true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			result = DatumGetLSN(d);
-	}
-	MvincSpiFinish(spi_nest);
-	return result;
-}
-
 /*
  * What retention may remove of a source: a refresh moves its consumer's
  * needed_lsn, but a running snapshot that does not see that refresh still

@@ -303,11 +303,21 @@ MvRetainedFromIn(Oid relid, Snapshot snapshot)
 	return MvincRetainedFromIn(relid, snapshot);
 }
 
-/* Change-log rows with lsn <= this were removed by retention */
+/*
+ * Change-log rows with lsn <= this were removed by retention or lost
+ * (MvincMarkChangesLost), as the latest snapshot sees it: a refresh asks
+ * after waiting for capture, and a loss recorded meanwhile must count
+ * (the statement's snapshot, taken before the wait, missed it: the refresh
+ * reported noop for changes that were gone)
+ */
 XLogRecPtr
 MvRetainedFrom(Oid relid)
 {
-	return MvincRetainedFrom(relid);
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	XLogRecPtr	result = MvincRetainedFromIn(relid, latest);
+
+	UnregisterSnapshot(latest);
+	return result;
 }
 
 /* A tracked source was dropped: drop its change log and tracking rows */

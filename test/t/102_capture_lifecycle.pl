@@ -7,6 +7,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use Time::HiRes qw(usleep);
 use MvincNode;
 
@@ -122,6 +123,10 @@ is($node->safe_psql('db1', "SELECT count(*) FROM $log WHERE id = 4"), '1', 'a te
 
 # WAL removed before the worker read it (max_slot_wal_keep_size): the slot
 # is recreated, the loss is recorded in retained_from, capture goes on.
+# A refresh that waits for capture meanwhile must see the loss recorded
+# during its wait and rebuild (it reported noop: its statement snapshot
+# predated the record).
+$node->safe_psql('db1', 'CREATE MATERIALIZED VIEW tv WITH (mvinc.incremental = true) AS SELECT count(*) AS n, max(id) AS m FROM t');
 $node->append_conf('postgresql.conf', "max_slot_wal_keep_size = 1MB\nwal_keep_size = 0");
 $node->reload;
 $node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE int USING NULL");
@@ -135,7 +140,20 @@ for (1 .. 4)
 $node->safe_psql('db1', 'CHECKPOINT');
 is($node->safe_psql('postgres', "SELECT wal_status FROM pg_replication_slots WHERE slot_name LIKE 'mvinc%'"),
 	'lost', 'the slot lost its WAL');
+my ($r_in, $r_out, $r_err) = ("SELECT 'mode ' || mode FROM mvinc.refresh('tv');\n", '', '');
+my $refresher = IPC::Run::start([ 'psql', '-X', '-At', '-d', $node->connstr('db1') ],
+	\$r_in, \$r_out, \$r_err);
+$refresher->pump_nb;
+ok(wait_for('db1', "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%mvinc.refresh(''tv'')%' AND state = 'active' AND pid <> pg_backend_pid()", '1'),
+	'a refresh waits for capture');
 $node->safe_psql('db1', "ALTER TABLE $log ALTER COLUMN v TYPE text");
+$refresher->pump until $r_out =~ /mode (\w+)/ || $r_err =~ /ERROR/;
+is($1 // $r_err, 'full', 'the waiting refresh saw the loss and rebuilt');
+$r_in .= "\\q\n";
+$refresher->finish;
+is($node->safe_psql('db1', "SELECT (n, m) = (SELECT count(*), max(id) FROM t) FROM tv"), 't',
+	'the view equals its query after the loss');
+$node->safe_psql('db1', 'DROP MATERIALIZED VIEW tv');
 my $recorded = 0;
 for (1 .. 900)
 {
