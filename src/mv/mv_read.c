@@ -1409,6 +1409,15 @@ mv_executor_start(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 	note_read_views(stmt);
 
+	/* writes of a cached plan are not planned again: note them here */
+	if (MvHasOwnChanges() && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+	{
+		ListCell   *lc;
+
+		foreach(lc, stmt->resultRelations)
+			MvNoteSourceWrite(rt_fetch(lfirst_int(lc), stmt->rtable)->relid);
+	}
+
 	if (stmt->parallelModeNeeded && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
 		!IsInParallelMode() && queryDesc->snapshot != NULL &&
 		OidIsValid(MvincSchemaOid()) && MvincExtensionReady())

@@ -32,6 +32,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "catalog/pg_inherits.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -137,19 +138,28 @@ remember_own_changes(Oid sourceid, Oid viewid)
 
 /*
  * The current transaction is about to write relid: a view refreshed from
- * it earlier in this transaction (with the transaction's own changes) goes
- * stale, so that reads take the live path and the next refresh is full.
+ * it (or from one of its partitions or children) earlier in this
+ * transaction, with the transaction's own changes, goes stale, so that
+ * reads take the live path and the next refresh is full.  Called when a
+ * write is planned and when it starts (a cached plan is not planned
+ * again).
  */
 void
 MvNoteSourceWrite(Oid relid)
 {
+	List	   *family = NIL;
 	ListCell   *lc;
 
+	if (own_changes == NIL)
+		return;
+	/* a write into a parent reaches its partitions and children too */
+	if (has_subclass(relid))
+		family = find_all_inheritors(relid, NoLock, NULL);
 	foreach(lc, own_changes)
 	{
 		OwnChanges *oc = lfirst(lc);
 
-		if (oc->sourceid == relid)
+		if (oc->sourceid == relid || list_member_oid(family, oc->sourceid))
 		{
 			MvCatalogMarkStale(oc->viewid);
 			own_changes = foreach_delete_current(own_changes, lc);

@@ -1,9 +1,9 @@
 -- A refresh inside a transaction that changed the source reads those
 -- changes from the source and records the transaction as seen: later
--- changes of the source in that transaction would be lost.  Direct writes
--- mark the view stale; any other later change (routed through a
--- partitioned parent, made by a trigger) is refused at COMMIT and at
--- PREPARE TRANSACTION alike; with track_counts off, where changes cannot
+-- changes of the source in that transaction would be lost.  A later write
+-- (direct, routed through a partitioned parent, by a cached plan) marks
+-- the view stale; one that was missed all the same is refused at COMMIT
+-- and at PREPARE TRANSACTION; with track_counts off, where changes cannot
 -- be counted, such a refresh leaves the view stale.
 CREATE TABLE oc_par (id int, g int, v int) PARTITION BY RANGE (id);
 CREATE TABLE oc_p1 PARTITION OF oc_par FOR VALUES FROM (0) TO (1000);
@@ -17,24 +17,49 @@ CREATE FUNCTION oc_differences() RETURNS bigint LANGUAGE sql AS $$
     UNION ALL
     (SELECT g, count(*), sum(v) FROM oc_p1 GROUP BY g EXCEPT ALL SELECT * FROM oc_v)) d $$;
 
--- a later change routed through the parent: refused at COMMIT
+-- a later change routed through the parent marks the view stale (it was
+-- not seen: refused at COMMIT, and let through by PREPARE TRANSACTION, so
+-- that COMMIT PREPARED lost it for good)
 BEGIN;
 INSERT INTO oc_p1 VALUES (201, 2, 5);
 REFRESH MATERIALIZED VIEW oc_v;
 INSERT INTO oc_par VALUES (202, 1, 1000);
+PREPARE TRANSACTION 'oc_routed';
+COMMIT PREPARED 'oc_routed';
+SELECT mvinc.read_path('oc_v');
+SELECT oc_differences();
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT mode FROM mvinc.refresh('oc_v');
+SELECT oc_differences();
+SELECT problem, detail FROM mvinc.verify_view('oc_v');
+BEGIN;
+INSERT INTO oc_p1 VALUES (211, 2, 5);
+REFRESH MATERIALIZED VIEW oc_v;
+UPDATE oc_par SET v = v + 1 WHERE id = 211;
 COMMIT;
--- and at PREPARE TRANSACTION (its changes would be captured at COMMIT PREPARED)
+SELECT mvinc.read_path('oc_v');
+SELECT mode FROM mvinc.refresh('oc_v');
+SELECT oc_differences();
+
+-- a cached plan is not planned again: its write is noticed when it starts
+SET plan_cache_mode = force_generic_plan;
+PREPARE oc_ins(int) AS INSERT INTO oc_p1 VALUES ($1, 3, $1);
+EXECUTE oc_ins(221);
 BEGIN;
-INSERT INTO oc_p1 VALUES (201, 2, 5);
+INSERT INTO oc_p1 VALUES (222, 2, 5);
 REFRESH MATERIALIZED VIEW oc_v;
-INSERT INTO oc_par VALUES (202, 1, 1000);
-PREPARE TRANSACTION 'oc_lost';
-SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'oc_lost';
-SELECT count(*) FROM oc_p1 WHERE id > 200;
+EXECUTE oc_ins(223);
+COMMIT;
+RESET plan_cache_mode;
+DEALLOCATE oc_ins;
+SELECT mvinc.read_path('oc_v');
+SELECT mode FROM mvinc.refresh('oc_v');
+SELECT oc_differences();
+
 -- a refresh after the last change prepares and commits
 BEGIN;
-INSERT INTO oc_p1 VALUES (201, 2, 5);
-INSERT INTO oc_par VALUES (202, 1, 1000);
+INSERT INTO oc_p1 VALUES (231, 2, 5);
+INSERT INTO oc_par VALUES (232, 1, 1000);
 REFRESH MATERIALIZED VIEW oc_v;
 PREPARE TRANSACTION 'oc_kept';
 COMMIT PREPARED 'oc_kept';
