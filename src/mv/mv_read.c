@@ -469,6 +469,16 @@ read_query(Oid viewid, RangeTblEntry *orig)
 		MemoryContextSwitchTo(old);
 	}
 
+	/*
+	 * Lock what it reads (storage, append table, source, change log) as
+	 * parse analysis would: a cached copy was analyzed by an earlier
+	 * statement, whose locks are gone, and the planner and executor lock
+	 * only what they are told is already locked.  Unlocked, a scan met a
+	 * recluster's or VACUUM FULL's new file half made (no rows), and
+	 * readers deadlocked with a recluster (they held only an index).
+	 */
+	AcquireRewriteLocks(q, true, false);
+
 	/* Keep the view itself in the range table, for permission checks */
 	placeholder = copyObject(orig);
 	placeholder->inFromCl = false;
