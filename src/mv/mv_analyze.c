@@ -70,6 +70,7 @@ typedef struct CheckCtx
 	bool		whole_row;
 	bool		nested_agg;
 	int			agg_depth;
+	Oid			setting_func;	/* an output function that reads a setting */
 } CheckCtx;
 
 /* Remember the first function that is not immutable */
@@ -78,6 +79,13 @@ mutable_func_checker(Oid func_id, void *context)
 {
 	CheckCtx   *ctx = (CheckCtx *) context;
 
+	/*
+	 * Marked immutable, but their text depends on a setting (bytea_output,
+	 * extra_float_digits): the refresh's and each reader's would mix.
+	 */
+	if ((func_id == F_BYTEAOUT || func_id == F_FLOAT4OUT || func_id == F_FLOAT8OUT) &&
+		!OidIsValid(ctx->setting_func))
+		ctx->setting_func = func_id;
 	if (func_id >= FirstNormalObjectId && !OidIsValid(ctx->user_func) &&
 		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
 		ctx->user_func = func_id;
@@ -134,6 +142,14 @@ check_expr(Node *node, const char *where)
 	if (ctx.whole_row)
 		refuse(psprintf("The %s references a whole row of the source table.", where),
 			   "List the columns instead.");
+	/* (at CREATE: a view made before the check keeps working) */
+	if (OidIsValid(ctx.setting_func) && mv_analyzing_create)
+		refuse(psprintf("The %s converts a %s value to text, whose form depends on the setting %s.", where,
+						ctx.setting_func == F_BYTEAOUT ? "bytea" : "float",
+						ctx.setting_func == F_BYTEAOUT ? "bytea_output" : "extra_float_digits"),
+			   ctx.setting_func == F_BYTEAOUT ?
+			   "Use encode(value, 'hex') instead of a cast to text." :
+			   "Cast to numeric first (value::numeric::text).");
 	if (OidIsValid(ctx.mutable_func))
 		refuse(psprintf("The %s calls %s, which is not immutable.", where,
 						format_procedure(ctx.mutable_func)),

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "utils/guc.h"
+#include "utils/plancache.h"
 #include "commands/extension.h"
 #include "utils/lsyscache.h"
 
@@ -172,6 +173,18 @@ int			mvinc_fresh_wait = 2000;
 /* mvinc.direct_merge: appends merge into aggregate storage in C */
 bool		mvinc_direct_merge = true;
 
+/*
+ * Plans made under mvinc.read_path = stale_ok read no source through a
+ * view (the rewrite is off then), plans made otherwise may: cached plans
+ * are made again when the setting enters or leaves stale_ok.
+ */
+static void
+assign_read_path(int newval, void *extra)
+{
+	if ((newval == MV_READ_PATH_STALE_OK) != (mvinc_read_path_mode == MV_READ_PATH_STALE_OK))
+		ResetPlanCache();
+}
+
 /* Install the mv subsystem's GUCs and hooks */
 void
 MvincMvInit(void)
@@ -196,7 +209,7 @@ MvincMvInit(void)
 							 "auto: the storage when it holds every change the query's snapshot sees, else the defining query; "
 							 "live: always the defining query; stale_ok: the storage as last refreshed, without waiting for capture.",
 							 &mvinc_read_path_mode, MV_READ_PATH_AUTO, read_path_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+							 PGC_USERSET, 0, NULL, assign_read_path, NULL);
 	DefineCustomIntVariable("mvinc.fresh_wait",
 							"How long a read of an incremental view waits for change capture to catch up.",
 							"After this many milliseconds the read answers from the source (the live path).",

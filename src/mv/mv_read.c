@@ -548,6 +548,13 @@ redirect_rte(RangeTblEntry *rte, List *conds, int rti)
 
 	if (sub == NULL)
 		return false;
+	if (rte->tablesample != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("TABLESAMPLE is not supported on %s materialized view \"%s\"",
+						history ? "history" : "incremental", get_rel_name(viewid)),
+				 errdetail("Its rows are read from its storage and the source's changes, not from its own pages."),
+				 errhint("Sample in a subquery instead, for example WHERE random() < 0.1.")));
 	def = history ? NULL : MvDefForView(viewid);
 	if (def && conds != NIL)
 		MvPushKeyConditions(conds, rti, viewid, def, sub);
@@ -663,8 +670,16 @@ mv_planner(Query *parse, const char *query_string, int cursorOptions,
 	List	   *outer = mv_rewritten_views;
 	PlannedStmt *stmt;
 
-	/* first what views can answer, then every read of a view redirected */
-	if (OidIsValid(schema) && mvinc_enable_rewrite && MvincExtensionReady())
+	/*
+	 * First what views can answer, then every read of a view redirected.
+	 * A query of a source must never read stale: not under
+	 * mvinc.read_path = stale_ok, which would take the storage as last
+	 * refreshed (changing the setting resets cached plans); nor inside a
+	 * parallel worker, which cannot take the snapshots a read decides with.
+	 */
+	if (OidIsValid(schema) && mvinc_enable_rewrite &&
+		mvinc_read_path_mode != MV_READ_PATH_STALE_OK && !IsInParallelMode() &&
+		MvincExtensionReady())
 		rewritten = MvRewriteQuery(parse, &role_dependent);
 	if (OidIsValid(schema) &&
 		((MvHasOwnChanges() && (parse->commandType != CMD_SELECT || parse->hasModifyingCTE)) ||
@@ -935,7 +950,8 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot, MvDeltaKey *
 	Snapshot	latest;
 	MvVisibleXids visible = {0, NULL, 0};
 
-	if (mvinc_read_path_mode == MV_READ_PATH_LIVE ||
+	/* (in parallel mode no snapshot can be taken: the source answers) */
+	if (mvinc_read_path_mode == MV_READ_PATH_LIVE || IsInParallelMode() ||
 		cat == NULL || !cat->populated || !OidIsValid(cat->storage_oid) ||
 		cat->checkpoint_snapshot == NULL ||
 		cat->built_generation != cat->source_generation)
