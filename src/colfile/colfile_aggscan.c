@@ -53,6 +53,7 @@
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/float.h"
@@ -678,7 +679,8 @@ int_datum(int64 v, Oid type)
 
 /*
  * For each row of the group that is neither skipped nor NULL, BODY with
- * v = its Datum; count counts them.  Two loops, so that a group without
+ * v = its Datum; count counts them.  (Its own locals end in _: BODY
+ * names the caller's.)  Two loops, so that a group without
  * rows to skip tests no bitmap.
  */
 #define FOLD_ROWS(BODY) \
@@ -695,13 +697,22 @@ int_datum(int64 v, Oid type)
 		} \
 		else \
 		{ \
-			for (int pos = 0; pos < nrows; pos++) \
-				if (!ROW_SKIPPED(skip, pos) && !isnull[pos]) \
-				{ \
-					Datum		v = values[pos]; \
-					BODY; \
-					count++; \
-				} \
+			/* a byte of the bitmap at a time: most have no row skipped */ \
+			for (int base_ = 0; base_ < nrows; base_ += 8) \
+			{ \
+				uint8		skipped_ = skip[base_ >> 3]; \
+				int			end_ = Min(base_ + 8, nrows); \
+				\
+				if (skipped_ == 0xFF) \
+					continue; \
+				for (int pos = base_; pos < end_; pos++) \
+					if ((skipped_ & (1 << (pos - base_))) == 0 && !isnull[pos]) \
+					{ \
+						Datum		v = values[pos]; \
+						BODY; \
+						count++; \
+					} \
+			} \
 		} \
 	} while (0)
 
@@ -973,11 +984,12 @@ evaluate_value(AggScanState *st, AggCond *c, TupleDesc desc)
 static int64
 count_unskipped(const uint8 *skip, int nrows)
 {
-	int64		n = 0;
+	int			full = nrows / 8;
+	int64		n = nrows - (int64) pg_popcount((const char *) skip, full);
 
-	for (int pos = 0; pos < nrows; pos++)
-		if (!ROW_SKIPPED(skip, pos))
-			n++;
+	for (int pos = full * 8; pos < nrows; pos++)
+		if (ROW_SKIPPED(skip, pos))
+			n--;
 	return n;
 }
 
