@@ -678,47 +678,24 @@ int_datum(int64 v, Oid type)
 #define ROW_SKIPPED(skip, pos) ((skip) != NULL && ((skip)[(pos) >> 3] & (1 << ((pos) & 7))) != 0)
 
 /*
- * For each row of the group that is neither skipped nor NULL, BODY with
- * v = its Datum; count counts them.  (Its own locals end in _: BODY
- * names the caller's.)  Two loops, so that a group without
+ * For each row of the group that is neither skipped (skip: a bool per row,
+ * or NULL) nor NULL, BODY with v = its Datum; count counts them.  Two loops, so that a group without
  * rows to skip tests no bitmap.
  */
 #define FOLD_ROWS(BODY) \
 	do { \
-		if (skip == NULL) \
-		{ \
-			for (int pos = 0; pos < nrows; pos++) \
-				if (!isnull[pos]) \
-				{ \
-					Datum		v = values[pos]; \
-					BODY; \
-					count++; \
-				} \
-		} \
-		else \
-		{ \
-			/* a byte of the bitmap at a time: most have no row skipped */ \
-			for (int base_ = 0; base_ < nrows; base_ += 8) \
+		for (int pos = 0; pos < nrows; pos++) \
+			if (!isnull[pos] && (skip == NULL || !skip[pos])) \
 			{ \
-				uint8		skipped_ = skip[base_ >> 3]; \
-				int			end_ = Min(base_ + 8, nrows); \
-				\
-				if (skipped_ == 0xFF) \
-					continue; \
-				for (int pos = base_; pos < end_; pos++) \
-					if ((skipped_ & (1 << (pos - base_))) == 0 && !isnull[pos]) \
-					{ \
-						Datum		v = values[pos]; \
-						BODY; \
-						count++; \
-					} \
+				Datum		v = values[pos]; \
+				BODY; \
+				count++; \
 			} \
-		} \
 	} while (0)
 
 /* Fold the visible rows of one loaded group into one aggregate */
 static void
-fold_column(AggAccum *a, const ColfileDecoded *d, int nrows, const uint8 *skip)
+fold_column(AggAccum *a, const ColfileDecoded *d, int nrows, const bool *skip)
 {
 	const Datum *values = d->values;
 	const bool *isnull = d->isnull;
@@ -1021,6 +998,8 @@ compute_aggregates(AggScanState *st)
 	bool		per_row;
 	uint8	   *checked = NULL;
 	int			checked_len = 0;
+	bool	   *skip_rows = NULL;
+	int			skip_rows_len = 0;
 	int64		visible_rows = 0;
 	bool		keys_changed = false;
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
@@ -1124,6 +1103,17 @@ compute_aggregates(AggScanState *st)
 			nvisible = count_unskipped(skip, nrows);
 		if (!(per_row || st->nconds > 0))
 			visible_rows += nvisible;
+		/* the bitmap as a bool per row, once per group: the folds test a byte */
+		if (skip != NULL && nvisible > 0 && nvisible < nrows)
+		{
+			if (skip_rows_len < nrows)
+			{
+				skip_rows_len = nrows;
+				skip_rows = skip_rows ? repalloc(skip_rows, nrows) : palloc(nrows);
+			}
+			for (int pos = 0; pos < nrows; pos++)
+				skip_rows[pos] = ROW_SKIPPED(skip, pos);
+		}
 		for (int i = 0; i < st->naggs; i++)
 		{
 			AggAccum   *a = &st->accums[i];
@@ -1131,9 +1121,12 @@ compute_aggregates(AggScanState *st)
 			if (a->kind == AK_COUNT_STAR)
 				a->count += nvisible;
 			else if (nvisible > 0)
-				fold_column(a, ColfileGroupColumn(rel, gc, a->col, desc), nrows, skip);
+				fold_column(a, ColfileGroupColumn(rel, gc, a->col, desc), nrows,
+							nvisible < nrows ? skip_rows : NULL);
 		}
 	}
+	if (skip_rows)
+		pfree(skip_rows);
 	ColfileScanCountRows(scan, visible_rows);
 	st->groups_skipped = ColfileScanGroupsSkipped(scan);
 	table_endscan(scan);
