@@ -46,6 +46,8 @@
 #include "parser/analyze.h"
 #include "parser/parser.h"
 #include "parser/parsetree.h"
+#include "catalog/heap.h"
+#include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -584,6 +586,61 @@ redirect_rte(RangeTblEntry *rte, List *conds, int rti)
 }
 
 /*
+ * The rows of a redirected view are computed, not stored in its relation:
+ * it has no ctid, xmin or tableoid to show (the planner would fail with
+ * an internal error).
+ */
+typedef struct SysColumnSearch
+{
+	int			rti;
+	int			depth;			/* query levels below the view's */
+	AttrNumber	found;
+} SysColumnSearch;
+
+static bool
+system_column_walker(Node *node, SysColumnSearch *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varno == ctx->rti && var->varlevelsup == ctx->depth && var->varattno < 0)
+		{
+			ctx->found = var->varattno;
+			return true;
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+		bool		r;
+
+		ctx->depth++;
+		r = query_tree_walker((Query *) node, system_column_walker, ctx, 0);
+		ctx->depth--;
+		return r;
+	}
+	return expression_tree_walker(node, system_column_walker, ctx);
+}
+
+static void
+refuse_system_columns(Query *q, int rti, Oid viewid)
+{
+	SysColumnSearch ctx = {rti, 0, 0};
+
+	if (query_tree_walker(q, system_column_walker, &ctx, 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read system column \"%s\" of materialized view \"%s\"",
+						NameStr(SystemAttributeDefinition(ctx.found)->attname),
+						get_rel_name(viewid)),
+				 errdetail("Its rows are computed from its storage and its source's changes."),
+				 errhint("Select the view's own columns.")));
+}
+
+/*
  * Replace the incremental views read by one query level; recurse.  A
  * query level in FROM gets (context) the key conditions its enclosing
  * level applies to its rows.
@@ -631,6 +688,7 @@ redirect_walker(Node *node, void *context)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot lock rows of materialized view \"%s\"", get_rel_name(rte->relid)),
 					 errhint("Remove FOR UPDATE or FOR SHARE.")));
+		refuse_system_columns(q, rti, rte->relid);
 		(void) redirect_rte(rte, conds, rti);
 	}
 	return query_tree_walker(q, redirect_walker, NULL, QTW_IGNORE_RT_SUBQUERIES);

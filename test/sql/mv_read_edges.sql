@@ -63,6 +63,11 @@ RESET max_parallel_workers_per_gather;
 SELECT count(*) FROM re_v TABLESAMPLE BERNOULLI (0);
 SELECT count(*) FROM re_v TABLESAMPLE SYSTEM (100);
 
+-- its rows are computed: no system columns (an internal error before)
+SELECT ctid, k FROM re_v;
+SELECT k FROM re_v WHERE tableoid <> 0;
+SELECT count(*) FROM (SELECT k FROM re_v) s;
+
 -- text whose form depends on a setting is refused at CREATE
 CREATE MATERIALIZED VIEW re_bad WITH (mvinc.incremental = true) AS
   SELECT b::text AS bt, count(*) FROM re_src GROUP BY 1;
