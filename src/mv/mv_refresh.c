@@ -34,6 +34,7 @@
 #include "nodes/nodeFuncs.h"
 #include "catalog/pg_inherits.h"
 #include "pgstat.h"
+#include "utils/resowner.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -1083,6 +1084,94 @@ MvRequireReadCommitted(Oid viewid, const char *action)
 				 errhint("Run it in a READ COMMITTED transaction.")));
 }
 
+/* Apply the delta: appended or merged states, a merge, or a regroup */
+static void
+apply_delta(RefreshCtx *rc, int64 nins, int64 nother, MvRefreshResult *res)
+{
+	if (nother == 0)
+	{
+		/*
+		 * Inserts only: the delta's states per group, straight from the
+		 * change log (no temporary table, no ANALYZE), go to the append
+		 * table or are merged into the storage through its key index.
+		 */
+		MvProgressSetMode("incremental");
+		MvProgressSetPhase(MV_PHASE_APPLY_INSERTS, nins);
+		apply_inserts(rc, nins);
+		MvProgressSetRows(nins);
+		res->mode = "incremental";
+	}
+	else if (rc->def->kind == MV_KIND_PROJECTION)
+	{
+		MvProgressSetMode("merge");
+		materialize_delta(rc);
+		apply_merge(rc);
+		res->mode = "merge";
+	}
+	else
+	{
+		/* retraction and regrouping work on one row per group */
+		MvProgressSetMode("regroup");
+		MvFoldAppend(rc->def, rc->cat);
+		if (rc->def->retractable)
+			apply_retract(rc);
+		else
+		{
+			materialize_delta(rc);
+			apply_regroup(rc);
+		}
+		res->mode = "regroup";
+	}
+}
+
+/*
+ * Apply the delta; if evaluating the view's expressions on a change fails
+ * with a data error (a row whose value the view's WHERE or aggregates
+ * cannot take, that existed only between two refreshes: the defining
+ * query never meets it now), rebuild from the source instead, as a full
+ * refresh would, with a WARNING.  Without this every later refresh failed
+ * the same way until someone asked for a full one.
+ */
+static void
+apply_or_rebuild(RefreshCtx *rc, int64 nins, int64 nother, MvRefreshResult *res)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		apply_delta(rc, nins, nother, res);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("incremental refresh of materialized view \"%s\" failed: %s",
+						get_rel_name(rc->viewid), edata->message),
+				 errdetail("A captured change has a value the view's expressions cannot take; the view is computed from its source instead.")));
+		FreeErrorData(edata);
+		MvProgressSetMode("full");
+		rebuild(rc);
+		res->mode = "full";
+	}
+	PG_END_TRY();
+}
+
 /* Every other mode: consume the change log between checkpoint and S' */
 static void
 refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
@@ -1156,40 +1245,8 @@ refresh_changes(RefreshCtx *rc, bool full, MvRefreshResult *res)
 		res->mode = "noop";
 		MvProgressSetMode(res->mode);
 	}
-	else if (nother == 0)
-	{
-		/*
-		 * Inserts only: the delta's states per group, straight from the
-		 * change log (no temporary table, no ANALYZE), go to the append
-		 * table or are merged into the storage through its key index.
-		 */
-		MvProgressSetMode("incremental");
-		MvProgressSetPhase(MV_PHASE_APPLY_INSERTS, nins);
-		apply_inserts(rc, nins);
-		MvProgressSetRows(nins);
-		res->mode = "incremental";
-	}
-	else if (rc->def->kind == MV_KIND_PROJECTION)
-	{
-		MvProgressSetMode("merge");
-		materialize_delta(rc);
-		apply_merge(rc);
-		res->mode = "merge";
-	}
 	else
-	{
-		/* retraction and regrouping work on one row per group */
-		MvProgressSetMode("regroup");
-		MvFoldAppend(rc->def, rc->cat);
-		if (rc->def->retractable)
-			apply_retract(rc);
-		else
-		{
-			materialize_delta(rc);
-			apply_regroup(rc);
-		}
-		res->mode = "regroup";
-	}
+		apply_or_rebuild(rc, nins, nother, res);
 	MvSetConsumer(source, MvConsumerName(rc->viewid), newL);
 	MvCatalogSetCheckpoint(rc->viewid, rc->snaptext, newL, res->mode, true,
 						   rc->cat->append_rows, res->changes, rc->started);
