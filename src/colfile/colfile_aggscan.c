@@ -54,6 +54,7 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "port/pg_bitutils.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/float.h"
@@ -435,6 +436,7 @@ colfile_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *inpu
 typedef struct CondOrder
 {
 	RestrictInfo *ri;
+	Index		level;			/* security_level, 0 for a cheap leakproof one */
 	Cost		cost;
 	int			index;
 } CondOrder;
@@ -445,8 +447,8 @@ cond_order_cmp(const void *a, const void *b)
 	const CondOrder *x = a;
 	const CondOrder *y = b;
 
-	if (x->ri->security_level != y->ri->security_level)
-		return x->ri->security_level < y->ri->security_level ? -1 : 1;
+	if (x->level != y->level)
+		return x->level < y->level ? -1 : 1;
 	if (x->cost != y->cost)
 		return x->cost < y->cost ? -1 : 1;
 	return x->index - y->index;
@@ -468,6 +470,9 @@ order_conditions(PlannerInfo *root, List *conds)
 		items[i].ri = lfirst(lc);
 		cost_qual_eval_node(&qc, (Node *) items[i].ri->clause, root);
 		items[i].cost = qc.per_tuple;
+		/* as order_qual_clauses: a cheap leakproof qual may go first */
+		items[i].level = items[i].ri->leakproof && qc.per_tuple < 10 * cpu_operator_cost ?
+			0 : items[i].ri->security_level;
 		items[i].index = i;
 		i++;
 	}
@@ -523,10 +528,16 @@ plan_agg_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		/* (shown by EXPLAIN as the query wrote it, in the order applied) */
 		if (shown.len > 0)
 			appendStringInfoString(&shown, " AND ");
-		appendStringInfoString(&shown,
-							   deparse_expression(clause,
-												  deparse_context_for(get_rel_name(relid_oid), relid_oid),
-												  false, false));
+		/* (the deparse context knows the table as range-table entry 1) */
+		{
+			Node	   *shown_clause = copyObject(clause);
+
+			ChangeVarNodes(shown_clause, relid, 1, 0);
+			appendStringInfoString(&shown,
+								   deparse_expression(shown_clause,
+													  deparse_context_for(get_rel_name(relid_oid), relid_oid),
+													  false, false));
+		}
 
 		if (IsA(clause, NullTest))
 		{
