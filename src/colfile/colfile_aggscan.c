@@ -176,7 +176,7 @@ typedef struct AggScanState
 	Bitmapset  *needed;			/* 1-based attnums read */
 	bool		done;
 	char	   *conditions;		/* for EXPLAIN, "" when none */
-	int64		groups_read;
+	int64		groups_read;	/* over all executions (EXPLAIN ANALYZE) */
 	int64		groups_skipped;
 	MemoryContext result_cxt;	/* by-reference results */
 	MemoryContext value_cxt;	/* conditions' values and skip keys */
@@ -1026,8 +1026,6 @@ compute_aggregates(AggScanState *st)
 		st->accums[i].col = col;
 		st->accums[i].argtype = argtype;
 	}
-	st->groups_read = 0;
-	st->groups_skipped = 0;
 
 	/* the conditions' values: once, when a row first reaches each */
 	ResetExprContext(econtext);
@@ -1139,7 +1137,7 @@ compute_aggregates(AggScanState *st)
 	if (skip_rows)
 		pfree(skip_rows);
 	ColfileScanCountRows(scan, visible_rows);
-	st->groups_skipped = ColfileScanGroupsSkipped(scan);
+	st->groups_skipped += ColfileScanGroupsSkipped(scan);
 	table_endscan(scan);
 	if (checked)
 		pfree(checked);
