@@ -316,6 +316,10 @@ extern MvDeltaKind MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *qu
 /* mv_snapshot.c */
 extern char *MvSnapshotText(Snapshot snap, bool own_seen);
 
+/* mv_readquery.c */
+extern Query *MvReadQuery(Oid viewid, RangeTblEntry *orig);
+extern Query *MvHistoryReadQuery(Oid viewid, RangeTblEntry *orig);
+
 /* mv_read.c */
 extern void MvReadInit(void);
 extern bool MvMayReadView(Oid viewid);
