@@ -160,3 +160,19 @@ BEGIN
         vf, vt);
 END
 $$;
+
+-- Row locks and in-place update marks ('x', 'n', 's', 'K', 'c'): the
+-- records of colfile_rowstate that matter only while their transaction runs
+-- or while snapshots older than its commit do. Unlogged: no WAL per locked
+-- or updated row, and a crash, which ends every transaction and snapshot,
+-- may empty it. A prepared transaction copies its records into
+-- colfile_rowstate at PREPARE, so they survive a restart as it does.
+CREATE UNLOGGED TABLE mvinc.colfile_rowlock (
+    relfilenode oid NOT NULL,
+    row_tid tid NOT NULL,
+    kind "char" NOT NULL,
+    new_tid tid,            -- always NULL: same layout as colfile_rowstate
+    seq bigint              -- always NULL
+);
+CREATE INDEX colfile_rowlock_key
+    ON mvinc.colfile_rowlock (relfilenode, row_tid);

@@ -42,7 +42,10 @@ CREATE UNIQUE INDEX colfile_rowgroup_key
 -- new version is at new_tid), 'c' columns updated at the same TID (see
 -- colfile_colfile), 'k' killed speculative insert, 'x' locked FOR UPDATE,
 -- 'n' FOR NO KEY UPDATE, 's' FOR SHARE, 'K' FOR KEY SHARE. A lock ends with its
--- transaction; VACUUM removes records that no longer matter. The deletion
+-- transaction; VACUUM removes records that no longer matter. Locks and 'c'
+-- are written to colfile_rowlock (below), and here only when a prepared
+-- transaction keeps them or in an extension installed as 0.1 before its
+-- update. The deletion
 -- records of one statement share a sequence number from colfile_seq: they
 -- are that statement's "delete file", ordered against data files (and, in
 -- part 2, column files) by sequence number.
@@ -59,6 +62,22 @@ CREATE INDEX colfile_rowstate_key
 -- lock and column-update records (one per updated row until VACUUM).
 CREATE INDEX colfile_rowstate_deletions
     ON mvinc.colfile_rowstate (relfilenode, row_tid) WHERE kind IN ('d', 'u', 'k');
+
+-- Row locks and in-place update marks ('x', 'n', 's', 'K', 'c'): the
+-- records of colfile_rowstate that matter only while their transaction runs
+-- or while snapshots older than its commit do. Unlogged: no WAL per locked
+-- or updated row, and a crash, which ends every transaction and snapshot,
+-- may empty it. A prepared transaction copies its records into
+-- colfile_rowstate at PREPARE, so they survive a restart as it does.
+CREATE UNLOGGED TABLE mvinc.colfile_rowlock (
+    relfilenode oid NOT NULL,
+    row_tid tid NOT NULL,
+    kind "char" NOT NULL,
+    new_tid tid,            -- always NULL: same layout as colfile_rowstate
+    seq bigint              -- always NULL
+);
+CREATE INDEX colfile_rowlock_key
+    ON mvinc.colfile_rowlock (relfilenode, row_tid);
 
 -- Column files: an UPDATE that changes no indexed column keeps the row's
 -- TID and writes only the new values of the columns it changed (attnums)

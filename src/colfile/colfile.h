@@ -262,6 +262,8 @@ typedef struct ColfileMetaRels
 	Oid			rowstate;
 	Oid			rowstate_idx;
 	Oid			rowstate_del_idx;	/* partial: deletion records only */
+	Oid			rowlock;		/* unlogged: locks and 'c' (else = rowstate) */
+	Oid			rowlock_idx;
 	Oid			colfile;
 	Oid			colfile_idx;
 	Oid			seq;
@@ -310,6 +312,9 @@ extern int64 ColfilePruneRowStates(Oid relfilenode, TransactionId oldest_xmin);
 extern void ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 								  ItemPointer new_tid, CommandId cid);
 extern List *ColfileRowStatesFor(Oid relfilenode, ItemPointer tid);
+extern int	ColfileRowStateTables(const ColfileMetaRels *ids, Oid tabs[2], Oid idxs[2]);
+extern void ColfileKeepRowLocksForPrepare(void);
+extern void ColfileRowLocksXactEnd(void);
 extern bool ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid,
 								 Snapshot snapshot);
 extern struct HTAB *ColfileDeletedSet(Oid relfilenode, Snapshot snapshot);

@@ -37,6 +37,8 @@ colfile_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_PREPARE:
 			ColfileFlushAll();
 			ColfileMergeOwnGroups();
+			if (event == XACT_EVENT_PRE_PREPARE)
+				ColfileKeepRowLocksForPrepare();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
@@ -44,6 +46,7 @@ colfile_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			ColfileWriterXactCallback(event == XACT_EVENT_COMMIT);
+			ColfileRowLocksXactEnd();
 			ColfileProjectionXactEnd();
 			ColfileReaderXactEnd();
 			break;

@@ -20,6 +20,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "commands/sequence.h"
@@ -139,6 +140,7 @@ meta_relcache_inval(Datum arg, Oid relid)
 	if (!OidIsValid(relid) || relid == cached_ids.rowgroup ||
 		relid == cached_ids.rowgroup_idx || relid == cached_ids.rowstate ||
 		relid == cached_ids.rowstate_idx || relid == cached_ids.rowstate_del_idx ||
+		relid == cached_ids.rowlock || relid == cached_ids.rowlock_idx ||
 		relid == cached_ids.seq)
 	{
 		cached_ids_valid = false;
@@ -176,6 +178,14 @@ ColfileMetaRelIds(ColfileMetaRels *ids)
 	ids->colfile = get_relname_relid("colfile_colfile", nsp);
 	ids->colfile_idx = get_relname_relid("colfile_colfile_key", nsp);
 	ids->seq = get_relname_relid("colfile_seq", nsp);
+	ids->rowlock = get_relname_relid("colfile_rowlock", nsp);
+	ids->rowlock_idx = get_relname_relid("colfile_rowlock_key", nsp);
+	if (!OidIsValid(ids->rowlock) || !OidIsValid(ids->rowlock_idx))
+	{
+		/* installed as 0.1, not updated yet: every record in rowstate */
+		ids->rowlock = ids->rowstate;
+		ids->rowlock_idx = ids->rowstate_idx;
+	}
 	if (!OidIsValid(ids->rowgroup) || !OidIsValid(ids->rowgroup_idx) ||
 		!OidIsValid(ids->rowstate) || !OidIsValid(ids->rowstate_idx) ||
 		!OidIsValid(ids->rowstate_del_idx) ||
@@ -711,10 +721,14 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	return result;
 }
 
-#define N_METADATA_TABLES 3
+#define N_METADATA_TABLES 4
 
-/* The row group, row state and column file tables, and their key indexes */
-static void
+/*
+ * The row group, row state, column file and row lock tables, and their key
+ * indexes; the number of them that hold tuples (the row lock table is the
+ * row state table in an extension not updated from 0.1)
+ */
+static int
 all_metadata_tables(Oid tabs[N_METADATA_TABLES], Oid idxs[N_METADATA_TABLES])
 {
 	ColfileMetaRels ids;
@@ -726,6 +740,33 @@ all_metadata_tables(Oid tabs[N_METADATA_TABLES], Oid idxs[N_METADATA_TABLES])
 	idxs[1] = ids.rowstate_idx;
 	tabs[2] = ids.colfile;
 	idxs[2] = ids.colfile_idx;
+	tabs[3] = ids.rowlock;
+	idxs[3] = ids.rowlock_idx;
+	return ids.rowlock == ids.rowstate ? 3 : 4;
+}
+
+/*
+ * The tables a row's records may be in: row states and, unless it is the
+ * same table, row locks. The row lock table is unlogged, so a standby has
+ * none (and no transaction that could hold a lock).
+ */
+int
+ColfileRowStateTables(const ColfileMetaRels *ids, Oid tabs[2], Oid idxs[2])
+{
+	tabs[0] = ids->rowstate;
+	idxs[0] = ids->rowstate_idx;
+	if (ids->rowlock == ids->rowstate || RecoveryInProgress())
+		return 1;
+	tabs[1] = ids->rowlock;
+	idxs[1] = ids->rowlock_idx;
+	return 2;
+}
+
+/* Records that end with their transaction or soon after: row locks and 'c' */
+static inline bool
+rowstate_is_transient(char kind)
+{
+	return ROWSTATE_IS_LOCK(kind) || kind == ROWSTATE_COLUMNS;
 }
 
 /*
@@ -744,8 +785,8 @@ ColfileCopyMetadata(Oid from, Oid to)
 	CommandId	cid = GetCurrentCommandId(true);
 
 	CommandCounterIncrement();
-	all_metadata_tables(tabs, idxs);
-	for (int i = 0; i < N_METADATA_TABLES; i++)
+	(void) all_metadata_tables(tabs, idxs);
+	for (int i = 0; i < 3; i++)	/* not the row locks */
 	{
 		Relation	meta = table_open(tabs[i], RowExclusiveLock);
 		TupleDesc	desc = RelationGetDescr(meta);
@@ -806,15 +847,18 @@ visit_metadata(Oid relfilenode, Snapshot snapshot, LOCKMODE lockmode,
 {
 	Oid			tabs[N_METADATA_TABLES];
 	Oid			idxs[N_METADATA_TABLES];
+	int			ntabs = all_metadata_tables(tabs, idxs);
 
-	all_metadata_tables(tabs, idxs);
-	for (int i = 0; i < N_METADATA_TABLES; i++)
+	for (int i = 0; i < ntabs; i++)
 	{
-		Relation	meta = table_open(tabs[i], lockmode);
+		Relation	meta;
 		SysScanDesc scan;
 		ScanKeyData key[1];
 		HeapTuple	tup;
 
+		if (i == 3 && RecoveryInProgress())
+			break;				/* unlogged: no row locks on a standby */
+		meta = table_open(tabs[i], lockmode);
 		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 					ObjectIdGetDatum(relfilenode));
 		scan = systable_beginscan(meta, idxs[i], true, snapshot, 1, key);
@@ -831,7 +875,7 @@ tuple_first_block(Relation meta, int which, HeapTuple tup)
 {
 	bool		isnull;
 
-	if (which == 1)
+	if (which == 1 || which == 3)
 		return ItemPointerGetBlockNumberNoCheck(
 			DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)));
 	return DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
@@ -944,34 +988,41 @@ ColfileDeleteRowStatesWhere(Oid relfilenode, ColfileRowGroup *rg,
 							ColfileRowDead dead, void *arg)
 {
 	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[3];
-	HeapTuple	tup;
+	Oid			tabs[2],
+				idxs[2];
+	int			ntabs;
 	ItemPointerData lo,
 				hi;
 
 	ColfileMetaRelIds(&ids);
+	ntabs = ColfileRowStateTables(&ids, tabs, idxs);
 	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
 	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
-	meta = table_open(ids.rowstate, RowExclusiveLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
-				ItemPointerGetDatum(&lo));
-	ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
-				ItemPointerGetDatum(&hi));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, GetLatestSnapshot(), 3, key);
-	while ((tup = systable_getnext(scan)) != NULL)
+	for (int i = 0; i < ntabs; i++)
 	{
-		bool		isnull;
-		ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+		Relation	meta = table_open(tabs[i], RowExclusiveLock);
+		SysScanDesc scan;
+		ScanKeyData key[3];
+		HeapTuple	tup;
 
-		if (dead == NULL || dead(arg, t))
-			simple_heap_delete(meta, &tup->t_self);
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
+					ItemPointerGetDatum(&lo));
+		ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
+					ItemPointerGetDatum(&hi));
+		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 3, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+
+			if (dead == NULL || dead(arg, t))
+				simple_heap_delete(meta, &tup->t_self);
+		}
+		systable_endscan(scan);
+		table_close(meta, RowExclusiveLock);
 	}
-	systable_endscan(scan);
-	table_close(meta, RowExclusiveLock);
 	CommandCounterIncrement();
 }
 
@@ -1042,36 +1093,43 @@ int64
 ColfilePruneRowStates(Oid relfilenode, TransactionId oldest_xmin)
 {
 	ColfileMetaRels ids;
-	Relation	meta;
-	SysScanDesc scan;
-	ScanKeyData key[1];
-	HeapTuple	tup;
+	Oid			tabs[2],
+				idxs[2];
+	int			ntabs;
 	int64		n = 0;
 
 	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowstate, RowExclusiveLock);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, GetLatestSnapshot(), 1, key);
-	while ((tup = systable_getnext(scan)) != NULL)
+	ntabs = ColfileRowStateTables(&ids, tabs, idxs);
+	for (int i = 0; i < ntabs; i++)
 	{
-		bool		isnull;
-		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		Relation	meta = table_open(tabs[i], RowExclusiveLock);
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
 
-		if ((ROWSTATE_IS_LOCK(kind) &&
-			 !TransactionIdIsCurrentTransactionId(xmin) &&
-			 !TransactionIdIsInProgress(xmin)) ||
-			(kind == ROWSTATE_COLUMNS &&
-			 TransactionIdPrecedes(xmin, oldest_xmin) &&
-			 !TransactionIdIsCurrentTransactionId(xmin)))
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
 		{
-			simple_heap_delete(meta, &tup->t_self);
-			n++;
+			bool		isnull;
+			char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+			if ((ROWSTATE_IS_LOCK(kind) &&
+				 !TransactionIdIsCurrentTransactionId(xmin) &&
+				 !TransactionIdIsInProgress(xmin)) ||
+				(kind == ROWSTATE_COLUMNS &&
+				 TransactionIdPrecedes(xmin, oldest_xmin) &&
+				 !TransactionIdIsCurrentTransactionId(xmin)))
+			{
+				simple_heap_delete(meta, &tup->t_self);
+				n++;
+			}
 		}
+		systable_endscan(scan);
+		table_close(meta, RowExclusiveLock);
 	}
-	systable_endscan(scan);
-	table_close(meta, RowExclusiveLock);
 	CommandCounterIncrement();
 	return n;
 }
@@ -1094,6 +1152,88 @@ statement_seq(CommandId cid)
 	return seq;
 }
 
+/*
+ * Relfilenodes this transaction wrote row lock records for (in
+ * TopMemoryContext; a superset after subtransaction aborts)
+ */
+static List *rowlock_written = NIL;
+
+static void
+note_rowlock_written(Oid relfilenode)
+{
+	MemoryContext old;
+
+	if (list_member_oid(rowlock_written, relfilenode))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	rowlock_written = lappend_oid(rowlock_written, relfilenode);
+	MemoryContextSwitchTo(old);
+}
+
+/* Transaction end: forget which tables had row locks */
+void
+ColfileRowLocksXactEnd(void)
+{
+	list_free(rowlock_written);
+	rowlock_written = NIL;
+}
+
+/*
+ * PREPARE TRANSACTION: copy this transaction's row locks and column update
+ * records into the (logged) row state table. The row lock table is
+ * unlogged and a crash empties it, which ends every other transaction, but
+ * a prepared one survives a restart with its locks: as heap's, they must
+ * keep others from updating its rows until COMMIT / ROLLBACK PREPARED.
+ * VACUUM prunes the copies like any lock or 'c' record.
+ */
+void
+ColfileKeepRowLocksForPrepare(void)
+{
+	ColfileMetaRels ids;
+	Relation	locks,
+				states;
+	CommandId	cid;
+	ListCell   *lc;
+
+	if (rowlock_written == NIL)
+		return;
+	ColfileMetaRelIds(&ids);
+	if (ids.rowlock == ids.rowstate)
+		return;
+	cid = GetCurrentCommandId(true);
+	locks = table_open(ids.rowlock, AccessShareLock);
+	states = table_open(ids.rowstate, RowExclusiveLock);
+	foreach(lc, rowlock_written)
+	{
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(lfirst_oid(lc)));
+		scan = systable_beginscan(locks, ids.rowlock_idx, true, SnapshotAny, 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			Datum		values[Natts_rowstate];
+			bool		nulls[Natts_rowstate];
+			HeapTuple	copy;
+
+			/* ours (aborted subtransactions' are not), and not removed */
+			if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)) ||
+				tuple_removed(tup->t_data))
+				continue;
+			heap_deform_tuple(tup, RelationGetDescr(locks), values, nulls);
+			copy = heap_form_tuple(RelationGetDescr(states), values, nulls);
+			insert_with_index(states, ids.rowstate_idx, copy, cid, values, nulls, false);
+			heap_freetuple(copy);
+		}
+		systable_endscan(scan);
+	}
+	table_close(states, RowExclusiveLock);
+	table_close(locks, AccessShareLock);
+	CommandCounterIncrement();
+}
+
 /* Record a row state (deletion, update, lock, kill) with a command id */
 void
 ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
@@ -1104,9 +1244,12 @@ ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 	Datum		values[Natts_rowstate];
 	bool		nulls[Natts_rowstate] = {0};
 	HeapTuple	tup;
+	bool		transient = rowstate_is_transient(kind);
 
 	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowstate, RowExclusiveLock);
+	if (transient && ids.rowlock != ids.rowstate)
+		note_rowlock_written(rel->rd_node.relNode);
+	meta = table_open(transient ? ids.rowlock : ids.rowstate, RowExclusiveLock);
 	values[0] = ObjectIdGetDatum(rel->rd_node.relNode);
 	values[1] = ItemPointerGetDatum(tid);
 	values[2] = CharGetDatum(kind);
@@ -1119,7 +1262,8 @@ ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 	else
 		nulls[4] = true;
 	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
-	insert_with_index(meta, ids.rowstate_idx, tup, cid, values, nulls, false);
+	insert_with_index(meta, transient ? ids.rowlock_idx : ids.rowstate_idx,
+					  tup, cid, values, nulls, false);
 	if (ROWSTATE_IS_DELETION(kind))
 		index_entry(meta, ids.rowstate_del_idx, tup, values, nulls);
 	heap_freetuple(tup);
@@ -1132,23 +1276,40 @@ ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
  * of aborted transactions and records removed by committed transactions
  * are left out.
  */
+static List *row_states_in(Oid tab, Oid idx, Oid relfilenode, ItemPointer tid,
+						   List *result);
+
 List *
 ColfileRowStatesFor(Oid relfilenode, ItemPointer tid)
 {
 	ColfileMetaRels ids;
+	Oid			tabs[2],
+				idxs[2];
+	int			ntabs;
+	List	   *result = NIL;
+
+	ColfileMetaRelIds(&ids);
+	ntabs = ColfileRowStateTables(&ids, tabs, idxs);
+	for (int i = 0; i < ntabs; i++)
+		result = row_states_in(tabs[i], idxs[i], relfilenode, tid, result);
+	return result;
+}
+
+/* ColfileRowStatesFor's records of one table, appended to result */
+static List *
+row_states_in(Oid tab, Oid idx, Oid relfilenode, ItemPointer tid, List *result)
+{
 	Relation	meta;
 	SysScanDesc scan;
 	ScanKeyData key[2];
 	HeapTuple	tup;
-	List	   *result = NIL;
 
-	ColfileMetaRelIds(&ids);
-	meta = table_open(ids.rowstate, AccessShareLock);
+	meta = table_open(tab, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_TIDEQ,
 				ItemPointerGetDatum(tid));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 2, key);
+	scan = systable_beginscan(meta, idx, true, SnapshotAny, 2, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		HeapTupleHeader h = tup->t_data;

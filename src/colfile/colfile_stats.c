@@ -66,6 +66,53 @@ ColfileOpenReadable(Oid relid)
 }
 
 /*
+ * Rows of relfilenode locked or updated in place by transactions still
+ * running (a prepared one's records are in both row state tables)
+ */
+static int64
+count_locked_rows(const ColfileMetaRels *ids, Oid relfilenode)
+{
+	Oid			tabs[2],
+				idxs[2];
+	int			ntabs = ColfileRowStateTables(ids, tabs, idxs);
+	HASHCTL		ctl;
+	HTAB	   *rows;
+	int64		n;
+
+	ctl.keysize = sizeof(ItemPointerData);
+	ctl.entrysize = sizeof(ItemPointerData);
+	ctl.hcxt = CurrentMemoryContext;
+	rows = hash_create("colfile locked rows", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	for (int i = 0; i < ntabs; i++)
+	{
+		Relation	meta = table_open(tabs[i], AccessShareLock);
+		SysScanDesc scan;
+		ScanKeyData key[1];
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relfilenode));
+		scan = systable_beginscan(meta, idxs[i], true, SnapshotAny, 1, key);
+		while ((tup = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+			if ((ROWSTATE_IS_LOCK(kind) || kind == ROWSTATE_COLUMNS) &&
+				(TransactionIdIsCurrentTransactionId(xmin) || TransactionIdIsInProgress(xmin)))
+				(void) hash_search(rows, DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)),
+								   HASH_ENTER, NULL);
+		}
+		systable_endscan(scan);
+		table_close(meta, AccessShareLock);
+	}
+	n = hash_get_num_entries(rows);
+	hash_destroy(rows);
+	return n;
+}
+
+/*
  * Count visible deletions, their delete files (distinct sequence numbers)
  * and rows locked (or updated in place) by transactions still running.
  */
@@ -100,21 +147,10 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 	hash_destroy(del);
 
 	ColfileMetaRelIds(&ids);
+	*locked = count_locked_rows(&ids, rel->rd_node.relNode);
 	meta = table_open(ids.rowstate, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(rel->rd_node.relNode));
-	scan = systable_beginscan(meta, ids.rowstate_idx, true, SnapshotAny, 1, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		bool		isnull;
-		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-
-		if ((ROWSTATE_IS_LOCK(kind) || kind == ROWSTATE_COLUMNS) &&
-			(TransactionIdIsCurrentTransactionId(xmin) || TransactionIdIsInProgress(xmin)))
-			(*locked)++;
-	}
-	systable_endscan(scan);
 	/* delete files: distinct sequence numbers of visible deletions */
 	ctl.keysize = sizeof(int64);
 	ctl.entrysize = sizeof(int64);

@@ -42,6 +42,7 @@ BEGIN;
 SELECT count(*) FROM (SELECT * FROM m WHERE id < 6100 FOR UPDATE) x;
 COMMIT;
 VACUUM m;
+SELECT count(*) FROM mvinc.colfile_rowlock r WHERE r.relfilenode = pg_relation_filenode('m') AND kind IN ('x', 's');
 SELECT count(*) FROM mvinc.colfile_rowstate r WHERE r.relfilenode = pg_relation_filenode('m') AND kind IN ('x', 's');
 -- VACUUM FULL rewrites into full row groups
 VACUUM FULL m;

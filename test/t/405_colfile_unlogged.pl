@@ -90,7 +90,9 @@ sql(q{VACUUM u});
 is(sql(q{SELECT count(*) FROM mvinc.colfile_rowgroup r WHERE relfilenode = pg_relation_filenode('u')
         AND first_block < (SELECT min(row_group) FROM mvinc.colfile_row_groups('u'))}),
 	'0', 'VACUUM deleted the old row groups');
-is(sql(q{SELECT count(*) FROM mvinc.colfile_rowstate WHERE relfilenode = pg_relation_filenode('u')
+is(sql(q{SELECT count(*) FROM (SELECT relfilenode, row_tid FROM mvinc.colfile_rowstate
+                               UNION ALL SELECT relfilenode, row_tid FROM mvinc.colfile_rowlock) s
+        WHERE relfilenode = pg_relation_filenode('u')
         AND row_tid < (SELECT ('(' || min(row_group) || ',0)')::tid FROM mvinc.colfile_row_groups('u'))}),
 	'0', 'and the old row states');
 sql(q{SELECT mvinc.colfile_compact('u'); VACUUM u; SELECT mvinc.colfile_compact('u');});
