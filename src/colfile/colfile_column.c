@@ -290,6 +290,73 @@ subset_desc(TupleDesc desc, int nattrs, const AttrNumber *attnums)
 	return sub;
 }
 
+/*
+ * A file's row positions (ascending) as stored: an int4 array, or, when
+ * smaller, a bitmap after the marker -1 and the bitmap's length in bits
+ * (an UPDATE of every row of a 10,000-row group: 1.2 kB, which compresses
+ * well, instead of 40 kB)
+ */
+#define POSITIONS_BITMAP_MARKER (-1)
+
+static bytea *
+encode_positions(const int32 *positions, int n)
+{
+	int32		nbits = n > 0 ? positions[n - 1] + 1 : 0;
+	Size		bitmap_len = sizeof(int32) * 2 + (nbits + 7) / 8;
+	bytea	   *out;
+
+	if (n == 0 || bitmap_len >= sizeof(int32) * n)
+	{
+		out = palloc(VARHDRSZ + sizeof(int32) * n);
+		SET_VARSIZE(out, VARHDRSZ + sizeof(int32) * n);
+		if (n > 0)
+			memcpy(VARDATA(out), positions, sizeof(int32) * n);
+		return out;
+	}
+	out = palloc0(VARHDRSZ + bitmap_len);
+	SET_VARSIZE(out, VARHDRSZ + bitmap_len);
+	{
+		int32		head[2] = {POSITIONS_BITMAP_MARKER, nbits};
+		uint8	   *bits = (uint8 *) VARDATA(out) + sizeof(head);
+
+		memcpy(VARDATA(out), head, sizeof(head));
+		for (int i = 0; i < n; i++)
+			bits[positions[i] / 8] |= (uint8) (1 << (positions[i] % 8));
+	}
+	return out;
+}
+
+/* The positions of a stored file (n of them), in the current context */
+static int32 *
+decode_positions(bytea *stored, int n)
+{
+	Size		len = VARSIZE_ANY_EXHDR(stored);
+	const char *data = VARDATA_ANY(stored);
+	int32		head[2];
+	int32	   *positions = palloc(sizeof(int32) * Max(n, 1));
+	int			k = 0;
+
+	if (len < sizeof(head) || (memcpy(head, data, sizeof(head)), head[0] != POSITIONS_BITMAP_MARKER))
+	{
+		if (len != sizeof(int32) * n)
+			elog(ERROR, "colfile column file holds %zu bytes of positions for %d rows", len, n);
+		memcpy(positions, data, len);
+		return positions;
+	}
+	if (head[1] < 0 || len != sizeof(head) + (head[1] + 7) / 8)
+		elog(ERROR, "colfile column file has a malformed position bitmap");
+	for (int32 p = 0; p < head[1]; p++)
+		if (((const uint8 *) data)[sizeof(head) + p / 8] & (1 << (p % 8)))
+		{
+			if (k >= n)
+				elog(ERROR, "colfile column file holds more positions than its %d rows", n);
+			positions[k++] = p;
+		}
+	if (k != n)
+		elog(ERROR, "colfile column file holds %d positions for %d rows", k, n);
+	return positions;
+}
+
 /* Encode and write a column file, and insert its metadata tuple */
 void
 ColfileWriteColumnFile(Relation rel, FileContent *fc)
@@ -300,7 +367,7 @@ ColfileWriteColumnFile(Relation rel, FileContent *fc)
 	Datum		values[Natts_colfile];
 	bool		nulls[Natts_colfile] = {0};
 	Datum	   *att = palloc(sizeof(Datum) * fc->nattrs);
-	bytea	   *pos = palloc(VARHDRSZ + sizeof(int32) * fc->n);
+	bytea	   *pos = encode_positions(fc->positions, fc->n);
 	HeapTuple	tup;
 	IndexInfo  *ii;
 	StringInfoData data;
@@ -312,8 +379,6 @@ ColfileWriteColumnFile(Relation rel, FileContent *fc)
 							 fc->n, fc->values, fc->isnull, &data);
 	for (int i = 0; i < fc->nattrs; i++)
 		att[i] = Int16GetDatum(fc->attnums[i]);
-	SET_VARSIZE(pos, VARHDRSZ + sizeof(int32) * fc->n);
-	memcpy(VARDATA(pos), fc->positions, sizeof(int32) * fc->n);
 
 	ColfileMetaRelIds(&ids);
 	values[0] = ObjectIdGetDatum(fc->relfilenode);
@@ -996,8 +1061,11 @@ ColfileFileFromTuple(Relation meta, HeapTuple tup)
 		f->attnums = palloc(sizeof(AttrNumber) * Max(f->nattrs, 1));
 		for (int i = 0; i < f->nattrs; i++)
 			f->attnums[i] = att[i];
-		pos = DatumGetByteaPCopy(values[9]);
-		f->positions = (int32 *) VARDATA(pos);
+		pos = DatumGetByteaPP(values[9]);
+		f->positions = decode_positions(pos, f->nrows);
+		if ((Pointer) pos != DatumGetPointer(values[9]))
+			pfree(pos);
+
 		f->xmin = key.xmin;
 	}
 	PG_CATCH();
