@@ -461,6 +461,8 @@ extern void ColfileReaderXactEnd(void);
 extern void ColfileCheckRewrite(Relation rel, Snapshot snapshot);
 extern bool ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 							TupleTableSlot *slot);
+extern bool ColfileFetchRowVersion(Relation rel, ItemPointer tid, Snapshot snapshot,
+								   TupleTableSlot *slot);
 
 /* colfile_modify.c */
 extern void ColfileLogRowChange(Relation rel, char op, ItemPointer oldtid,
@@ -545,6 +547,7 @@ extern int	ColfileFileSetCount(ColfileFileSet *set);
 extern ColfileColumnFile *ColfileFileSetGet(ColfileFileSet *set, int i);
 extern bool ColfileFileSetTouches(ColfileFileSet *set, const ColfileRowGroup *rg,
 								  AttrNumber attnum);
+extern bool ColfileGroupFilesNewerThan(ColfileGroupCache *gc, Snapshot snapshot);
 extern void ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc,
 								 Snapshot snapshot);
 extern void ColfileOverlayRow(Relation rel, ColfileGroupCache *gc, int pos,

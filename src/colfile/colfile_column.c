@@ -70,6 +70,10 @@ typedef struct StatementCols
 	Oid			relid;
 	Bitmapset  *cols;			/* attnums (1-based) */
 	bool		transition;		/* old/new rows go to transition tables */
+	bool		routing;		/* the statement updates partitions it routes
+								 * rows to (INSERT ... ON CONFLICT DO UPDATE
+								 * into a partitioned table): their columns
+								 * are unknown */
 } StatementCols;
 
 /*
@@ -139,6 +143,7 @@ ColfileColumnNoteStatement(QueryDesc *query)
 	ListCell   *lc;
 	List	   *mine = NIL;
 	bool		transition;
+	bool		routing = false;
 
 	if (stmt == NULL || stmt->resultRelations == NIL)
 		return;
@@ -166,6 +171,8 @@ ColfileColumnNoteStatement(QueryDesc *query)
 			sc->transition = transition;
 			mine = lappend(mine, sc);
 		}
+		if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+			routing = true;
 		while ((x = bms_next_member(rte->updatedCols, x)) >= 0)
 			sc->cols = bms_add_member(sc->cols, x + FirstLowInvalidHeapAttributeNumber);
 		x = -1;
@@ -177,6 +184,10 @@ ColfileColumnNoteStatement(QueryDesc *query)
 	if (mine != NIL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		/* every entry says so: the innermost statement met decides */
+		foreach(lc, mine)
+			((StatementCols *) lfirst(lc))->routing = routing;
 
 		statement_cols = list_concat(statement_cols, mine);
 		MemoryContextSwitchTo(old);
@@ -212,6 +223,8 @@ ColfileColumnForgetStatement(QueryDesc *query)
 /*
  * May the innermost running statement updating rel change rows in place?
  * Not when it captures transition tables (statement_has_transition_tables).
+ * A statement that routes updates to partitions may be updating rel
+ * without naming it.
  */
 bool
 ColfileStatementAllowsInPlace(Relation rel)
@@ -220,7 +233,7 @@ ColfileStatementAllowsInPlace(Relation rel)
 	{
 		StatementCols *sc = list_nth(statement_cols, i);
 
-		if (sc->relid == RelationGetRelid(rel))
+		if (sc->relid == RelationGetRelid(rel) || sc->routing)
 			return !sc->transition;
 	}
 	return true;
@@ -240,6 +253,8 @@ ColfileUpdatedColumns(Relation rel)
 	{
 		StatementCols *sc = list_nth(statement_cols, i);
 
+		if (sc->routing)
+			return NULL;		/* rel may be a partition it routes to */
 		if (sc->relid == RelationGetRelid(rel))
 			return sc->cols;
 	}
@@ -1293,6 +1308,24 @@ ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc, Snapshot snapshot)
 		pfree(arr);
 		list_free(l);
 	}
+}
+
+/*
+ * Does gc overlay a file of another transaction that the MVCC snapshot
+ * does not see (committed after it was taken)?
+ */
+bool
+ColfileGroupFilesNewerThan(ColfileGroupCache *gc, Snapshot snapshot)
+{
+	for (int i = 0; i < gc->nvisible; i++)
+	{
+		TransactionId xmin = gc->visible[i]->f->xmin;
+
+		if (!TransactionIdIsCurrentTransactionId(xmin) &&
+			XidInMVCCSnapshot(xmin, snapshot))
+			return true;
+	}
+	return false;
 }
 
 /* Position index of pos in a file, or -1 */

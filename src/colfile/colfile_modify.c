@@ -191,13 +191,11 @@ check_row_internal(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode m
 			*own_lock = Max(*own_lock, held_strength(rs->kind));
 	}
 	/*
-	 * A row we locked FOR [NO KEY] UPDATE (EvalPlanQual's lock before a
-	 * redo) is the newest version, unless we updated it since: then the
-	 * caller's version was superseded first by whatever it did not see.
+	 * A lock of ours does not make the caller's version the newest: it may
+	 * have been taken on a newer version than the caller read (a subquery's
+	 * FOR UPDATE, a cursor, a function). Callers that did lock the version
+	 * they hold pass latest_ok (see newest_locked).
 	 */
-	if (*own_lock >= LockTupleNoKeyExclusive && own_first == InvalidCommandId)
-		latest_ok = true;
-
 	/*
 	 * Then others' locks and column updates. A committed one the snapshot
 	 * does not see came before any of ours (we would have held the row),
@@ -347,23 +345,75 @@ lock_tid(Relation rel, ItemPointer tid, LockWaitPolicy policy)
 }
 
 /*
+ * The row version the executor holds. Heap tells it through the TID: a
+ * lock that follows an update chain (EvalPlanQual's, ON CONFLICT's, a
+ * BEFORE trigger's) writes the newest version's TID into the caller's
+ * variable, and the update or delete that follows names that version. An
+ * update in place keeps every version of a row at one TID, so the lock
+ * remembers which caller's variable it answered with a version newer than
+ * the caller's snapshot, and the update or delete through that same
+ * variable, for that TID, in the same command, claims the newest version
+ * (latest_ok). A lock taken through any other variable (a subquery's or a
+ * cursor's FOR UPDATE, a function's) says nothing about the version the
+ * statement's own scan read: that one is checked against the snapshot and
+ * goes through EvalPlanQual when superseded, as heap's.
+ */
+static struct
+{
+	const ItemPointerData *caller;	/* the executor's TID variable */
+	Oid			relid;
+	ItemPointerData tid;
+	CommandId	cid;
+	TransactionId xid;
+} newest_locked;
+
+static void
+note_newest_locked(Relation rel, const ItemPointerData *caller, ItemPointer tid,
+				   CommandId cid)
+{
+	newest_locked.caller = caller;
+	newest_locked.relid = RelationGetRelid(rel);
+	newest_locked.tid = *tid;
+	newest_locked.cid = cid;
+	newest_locked.xid = GetTopTransactionIdIfAny();
+}
+
+/* Did a lock through caller's variable take this row's newest version? */
+static bool
+take_newest_locked(Relation rel, const ItemPointerData *caller, ItemPointer tid,
+				   CommandId cid)
+{
+	bool		match = newest_locked.caller == caller &&
+		newest_locked.relid == RelationGetRelid(rel) &&
+		ItemPointerEquals(&newest_locked.tid, tid) &&
+		newest_locked.cid == cid &&
+		TransactionIdEquals(newest_locked.xid, GetTopTransactionIdIfAny());
+
+	newest_locked.caller = NULL;
+	return match;
+}
+
+/*
  * Claim a row for deletion or update (of strength mode): on TM_Ok the
  * caller holds the tuple lock and must record its change, then release it.
+ * caller: the executor's TID variable (take_newest_locked).
  */
 static TM_Result
-claim_row(Relation rel, ItemPointer tid, CommandId cid, LockTupleMode mode,
-		  Snapshot snapshot, Snapshot crosscheck, bool wait, TM_FailureData *tmfd)
+claim_row(Relation rel, const ItemPointerData *caller, ItemPointer tid, CommandId cid,
+		  LockTupleMode mode, Snapshot snapshot, Snapshot crosscheck, bool wait,
+		  TM_FailureData *tmfd)
 {
 	TM_Result	r;
 	TransactionId xwait;
 	int			own_lock;
+	bool		latest_ok = take_newest_locked(rel, caller, tid, cid);
 
 	ColfileFlushInsertsForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	for (;;)
 	{
 		LockTuple(rel, tid, ExclusiveLock);
-		r = check_row(rel, tid, cid, mode, snapshot, false, tmfd, &xwait, &own_lock);
+		r = check_row(rel, tid, cid, mode, snapshot, latest_ok, tmfd, &xwait, &own_lock);
 		if (r != TM_BeingModified)
 			break;
 		UnlockTuple(rel, tid, ExclusiveLock);
@@ -432,7 +482,7 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	 * SIREAD locks on the relation (a view's stored read takes one) after.
 	 */
 	(void) GetCurrentTransactionId();
-	r = claim_row(rel, tid, cid, LockTupleExclusive, snapshot, crosscheck, wait, tmfd);
+	r = claim_row(rel, tid, tid, cid, LockTupleExclusive, snapshot, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 		return r;
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
@@ -456,13 +506,16 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
  * May an UPDATE of rel change a row at its TID (column files)? Not with
  * AFTER UPDATE row triggers (foreign keys' included) or transition tables
  * (on rel or on the statement's target): the executor reads the old and
- * the new row by TID after the update.
+ * the new row by TID after the update. Nor with AFTER INSERT row triggers:
+ * one that fires later (deferred, or after another trigger changed the
+ * row) reads the inserted row by TID, which would show the update.
  */
 static bool
 column_updates_allowed(Relation rel)
 {
 	return colfile_column_updates &&
 		!(rel->trigdesc && (rel->trigdesc->trig_update_after_row ||
+							rel->trigdesc->trig_insert_after_row ||
 							rel->trigdesc->trig_update_old_table ||
 							rel->trigdesc->trig_update_new_table)) &&
 		ColfileStatementAllowsInPlace(rel);
@@ -539,7 +592,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 	*lockmode = sure ? LockTupleNoKeyExclusive : LockTupleExclusive;
 	*update_indexes = false;
 	(void) GetCurrentTransactionId();	/* as in colfile_tuple_delete */
-	r = claim_row(rel, &old, cid, *lockmode, snapshot, crosscheck, wait, tmfd);
+	r = claim_row(rel, otid, &old, cid, *lockmode, snapshot, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 	{
 		bms_free(indexed);
@@ -799,6 +852,8 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 		tmfd->cmax = InvalidCommandId;
 		return TM_Deleted;
 	}
+	if (latest_ok)
+		note_newest_locked(rel, tid, &cur, cid);
 	return TM_Ok;
 }
 

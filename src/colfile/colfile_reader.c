@@ -618,10 +618,60 @@ drop_fetch_cache(void)
 	fetch_cache_relfilenode = InvalidOid;
 }
 
+/* Has this transaction locked, updated or deleted the row at tid? */
+static bool
+row_touched_by_us(Relation rel, ItemPointer tid)
+{
+	List	   *states = ColfileRowStatesFor(rel->rd_node.relNode, tid);
+	ListCell   *lc;
+
+	foreach(lc, states)
+		if (TransactionIdIsCurrentTransactionId(((ColfileRowState *) lfirst(lc))->xmin))
+			return true;
+	return false;
+}
+
+static bool fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot,
+					  Snapshot files_as, TupleTableSlot *slot);
+
 /* Fetch the row at tid if visible under snapshot, decoding every column */
 bool
 ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 				TupleTableSlot *slot)
+{
+	return fetch_row(rel, tid, snapshot, NULL, slot);
+}
+
+/*
+ * The table AM's fetch by TID (table_tuple_fetch_row_version). With
+ * SnapshotAny heap returns the version at that TID: the one the caller's
+ * scan found. An update in place keeps every version at one TID, so a row
+ * this transaction has not locked, updated or deleted is given as the
+ * statement's snapshot (the active one) sees it: EvalPlanQual re-reads the
+ * other tables of a join this way, and must not see their rows as updated
+ * since (it would re-check against values the scan never read). A row we
+ * hold (EvalPlanQual's lock, a trigger's, our deletion) is the newest
+ * version, as heap's chain leads there.
+ */
+bool
+ColfileFetchRowVersion(Relation rel, ItemPointer tid, Snapshot snapshot,
+					   TupleTableSlot *slot)
+{
+	Snapshot	files_as = NULL;
+
+	if (snapshot->snapshot_type == SNAPSHOT_ANY && ActiveSnapshotSet() &&
+		IsMVCCSnapshot(GetActiveSnapshot()))
+		files_as = GetActiveSnapshot();
+	return fetch_row(rel, tid, snapshot, files_as, slot);
+}
+
+/*
+ * ColfileFetchRow; files_as (MVCC, or NULL): overlay only the column files
+ * it sees when the row is not ours (ColfileFetchRowVersion)
+ */
+static bool
+fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot, Snapshot files_as,
+		  TupleTableSlot *slot)
 {
 	ColfileRowGroup rg;
 	MemoryContext tmp,
@@ -669,6 +719,9 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
 			drop_fetch_cache();
 			continue;
 		}
+		if (files_as != NULL && ColfileGroupFilesNewerThan(fetch_cache, files_as) &&
+			!row_touched_by_us(rel, tid))
+			ColfileGroupFilesFor(rel, fetch_cache, files_as);
 		ColfileFillSlot(rel, fetch_cache, ColfileGroupPos(&rg, tid), slot, NULL);
 		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);

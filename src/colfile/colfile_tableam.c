@@ -852,7 +852,7 @@ static bool
 colfile_tuple_fetch_row_version(Relation rel, ItemPointer tid,
 								Snapshot snapshot, TupleTableSlot *slot)
 {
-	return ColfileFetchRow(rel, tid, snapshot, slot);
+	return ColfileFetchRowVersion(rel, tid, snapshot, slot);
 }
 
 static bool
