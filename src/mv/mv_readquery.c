@@ -31,6 +31,7 @@
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -229,7 +230,6 @@ hybrid_rows_sql(Oid viewid, MvDef *def, MvCatalog *cat, bool finals)
 											def->has_group_by ? " WHERE r._mvinc_count > 0" : "")));
 }
 
-/* Build the analyzed and rewritten read query of a view (cat: its catalog row) */
 /*
  * Each arm of the read's UNION ALL is a security barrier: a condition of
  * the reader's that is not leakproof (it may raise an error or show its
@@ -255,16 +255,51 @@ barrier_arms(Query *q)
 	}
 }
 
+/*
+ * Parse, analyze and rewrite the SQL of a read query (one SELECT) with
+ * search_path pinned as internal statements run it (mv_init.c): its
+ * operators (ARRAY[..] = ARRAY[..], _mvinc_count > 0), functions and casts
+ * are meant as pg_catalog's and mvinc's, and an object of the same name
+ * in a schema on the reader's path must not stand in for them (it would
+ * change the answer, and run as the reader).  Objects of the view's
+ * definition come deparsed under the same path, qualified.
+ */
+static Query *
+analyze_read_sql(const char *sql, const char *what, Oid viewid)
+{
+	List	   *raw;
+	Query	   *q;
+	List	   *rewritten;
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, NULL, 0, NULL);
+	rewritten = QueryRewrite(q);
+	AtEOXact_GUC(true, nest);
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for %s %u", what, viewid);
+	return linitial_node(Query, rewritten);
+}
+
+/* Build the analyzed and rewritten read query of a view (cat: its catalog row) */
 static Query *
 build_read_query(Oid viewid, MvCatalog *cat)
 {
 	MvDef	   *def = MvDefForView(viewid);
 	StringInfoData sql;
-	List	   *raw;
 	Query	   *q;
-	List	   *rewritten;
 	Oid			owner = MvRelOwner(viewid);
+	int			nest = NewGUCNestLevel();
 
+	/*
+	 * Deparse (the defining query, HAVING, the state expressions) under the
+	 * pinned search_path too, so that whatever is not pg_catalog's comes
+	 * out schema-qualified and the text means the same when analyzed.
+	 */
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT * FROM (");
 	if (cat && OidIsValid(cat->storage_oid))
@@ -307,12 +342,8 @@ build_read_query(Oid viewid, MvCatalog *cat)
 	if (def->having)
 		appendStringInfo(&sql, " WHERE %s", MvExprSql(viewid, def->having, "v"));
 
-	raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
-	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.data, NULL, 0, NULL);
-	rewritten = QueryRewrite(q);
-	if (list_length(rewritten) != 1)
-		elog(ERROR, "unexpected rewrite result for incremental view %u", viewid);
-	q = linitial_node(Query, rewritten);
+	q = analyze_read_sql(sql.data, "incremental view", viewid);
+	AtEOXact_GUC(true, nest);
 	set_owner_walker((Node *) q, &owner);
 	barrier_arms(q);
 	return q;
@@ -452,19 +483,13 @@ MvHistoryReadQuery(Oid viewid, RangeTblEntry *orig)
 {
 	char	   *sql = HistReadSql(viewid);
 	Oid			owner = MvRelOwner(viewid);
-	List	   *raw;
-	List	   *rewritten;
 	Query	   *q;
 	RangeTblEntry *placeholder;
 
 	if (sql == NULL)
 		return NULL;
-	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
-	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, NULL, 0, NULL);
-	rewritten = QueryRewrite(q);
-	if (list_length(rewritten) != 1)
-		elog(ERROR, "unexpected rewrite result for history view %u", viewid);
-	q = linitial_node(Query, rewritten);
+	/* (its key and valid_from comparisons are pg_catalog's operators) */
+	q = analyze_read_sql(sql, "history view", viewid);
 	set_owner_walker((Node *) q, &owner);
 	placeholder = copyObject(orig);
 	placeholder->inFromCl = false;
