@@ -608,6 +608,7 @@ typedef struct ViewShape
 	List	   *shownatts;
 	List	   *where;
 	Bitmapset  *where_cols;		/* columns its WHERE reads (pull_varattnos) */
+	List	   *reads;			/* its query's relation entries (rights) */
 	TupleDesc	desc;
 } ViewShape;
 
@@ -709,6 +710,13 @@ view_shape(Oid viewid)
 		shape->shownatts = lappend_int(shape->shownatts, tle->resno);
 	}
 	shape->where = conjuncts(vq->jointree->quals);
+	foreach(lc, vq->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			shape->reads = lappend(shape->reads, rte);
+	}
 	/* most queries read their table at index 1: no copy for those */
 	if (shape->rti != 1)
 	{
@@ -766,6 +774,7 @@ match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 	Bitmapset  *keys_used = NULL;
 	MapCtx		ctx;
 	RangeTblEntry *srte = rt_fetch(srcrti, q->rtable);
+	List	   *vreads;
 
 	memset(m, 0, sizeof(Match));
 	m->viewid = viewid;
@@ -785,6 +794,7 @@ match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 		m->why = shape->why;
 		return;
 	}
+	vreads = copyObject(shape->reads);	/* for the owner's rights, below */
 	if (shape->inh != srte->inh && has_subclass(shape->sourceid))
 	{
 		m->why = srte->inh ? "the view reads the table without its inheritance children (ONLY)"
@@ -858,6 +868,22 @@ match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 		{
 			m->why = "the view's owner is neither the table's owner nor a role whose rights the user has";
 			role_refused = true;
+			return;
+		}
+
+		/*
+		 * The view is read as its owner (its storage, and the table in its
+		 * live arm and in recomputed groups), so an owner who may no longer
+		 * read the columns of the table that the view's query reads (a
+		 * REVOKE after CREATE) would make the query fail where it runs
+		 * without the view.  (A GRANT or REVOKE on the table invalidates
+		 * plans that read it.)
+		 */
+		foreach(lc, vreads)
+			((RangeTblEntry *) lfirst(lc))->checkAsUser = owner;
+		if (!ExecCheckRTPerms(vreads, false))
+		{
+			m->why = "the view's owner may not read the columns of the table that the view reads";
 			return;
 		}
 	}

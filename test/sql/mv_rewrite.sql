@@ -285,6 +285,47 @@ DROP TABLE ta;
 DROP OWNED BY rw_owner, rw_other;
 DROP ROLE rw_owner;
 DROP ROLE rw_other;
+-- a view whose owner may no longer read the table does not answer (its
+-- reads would fail as the owner): not for a superuser, not for a member
+-- of the owner who may read the table himself
+CREATE ROLE rw_vowner;
+CREATE ROLE rw_member;
+GRANT rw_vowner TO rw_member;
+GRANT USAGE, CREATE ON SCHEMA rw TO rw_vowner, rw_member;
+CREATE TABLE tr (k int, x int, z int);
+INSERT INTO tr SELECT i % 3, i, i FROM generate_series(1, 30) i;
+GRANT SELECT ON tr TO rw_vowner, rw_member;
+SET ROLE rw_vowner;
+CREATE MATERIALIZED VIEW vtr WITH (mvinc.incremental = true) AS SELECT k, count(*) AS n, sum(x) AS sx FROM tr GROUP BY k;
+RESET ROLE;
+SELECT rw('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+SET plan_cache_mode = force_generic_plan;
+PREPARE qtr AS SELECT k, count(*), sum(x) FROM tr GROUP BY k ORDER BY k;
+SELECT plan_view('EXECUTE qtr');
+REVOKE SELECT ON tr FROM rw_vowner;
+SELECT rw('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+-- (the plan made before the REVOKE is made again)
+EXECUTE qtr;
+DEALLOCATE qtr;
+RESET plan_cache_mode;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+SELECT k, count(*), sum(x) FROM tr GROUP BY k ORDER BY k;
+SET ROLE rw_member;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+SELECT k, count(*), sum(x) FROM tr GROUP BY k ORDER BY k;
+RESET ROLE;
+-- the columns it reads are enough
+GRANT SELECT (k, x) ON tr TO rw_vowner;
+SELECT rw('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+SET ROLE rw_member;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+RESET ROLE;
+REVOKE SELECT (x) ON tr FROM rw_vowner;
+SELECT view, used, reason FROM mvinc.explain_rewrite('SELECT k, count(*), sum(x) FROM tr GROUP BY k');
+DROP TABLE tr CASCADE;
+DROP OWNED BY rw_vowner, rw_member;
+DROP ROLE rw_member;
+DROP ROLE rw_vowner;
 -- a plan made by one role is not reused by another (custom or generic)
 PREPARE q2 AS SELECT k, g, sum(x) FROM s WHERE x > 5 GROUP BY k, g;
 EXECUTE q2 \g /dev/null
