@@ -148,6 +148,7 @@ extern bool MvIsHistoryView(Oid relid);
 extern bool MvIsStorageTable(Oid relid);
 extern bool MvIsSource(Oid relid);
 extern List *MvViewsOfSource(Oid relid);
+extern List *MvViewsOfSourceIn(Oid relid, int how);
 extern void MvCatalogInsert(Oid viewid, MvDef *def, const char *definition,
 							const char *cluster_by);
 extern void MvCatalogSetCheckpoint(Oid viewid, const char *snapshot, XLogRecPtr lsn,

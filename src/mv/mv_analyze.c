@@ -484,7 +484,8 @@ MvCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri)
 			return;				/* PostgreSQL says so */
 	}
 	rel = table_open(relid, AccessShareLock);
-	foreach(lc, MvViewsOfSource(relid))
+	/* (under ALTER TABLE's lock: views committed meanwhile too) */
+	foreach(lc, MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST))
 	{
 		Oid			viewid = lfirst_oid(lc);
 		MvDef	   *def = MvDefForView(viewid);

@@ -334,6 +334,13 @@ MvIsSource(Oid relid)
 List *
 MvViewsOfSource(Oid relid)
 {
+	return MvViewsOfSourceIn(relid, MV_LOOKUP_NEW);
+}
+
+/* The same, read as how says (MV_LOOKUP_*) */
+List *
+MvViewsOfSourceIn(Oid relid, int how)
+{
 	List	   *views = NIL;
 	MemoryContext outer = CurrentMemoryContext;
 
@@ -341,7 +348,7 @@ MvViewsOfSource(Oid relid)
 		return NIL;
 	MvSpiConnect();
 	spi_oid_query("SELECT view::oid FROM mvinc.mv_view WHERE source = $1::regclass "
-				  "ORDER BY view::text", relid, MV_LOOKUP_NEW);
+				  "ORDER BY view::text", relid, how);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;

@@ -35,6 +35,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
 
 #include "colfile/colfile.h"
 #include "history/history.h"
@@ -564,12 +565,36 @@ refuse_source_alter(AlterTableStmt *stmt)
 	char	   *relname;
 	bool		tracked;
 	ListCell   *lc;
+	bool		refusable = false;
 
 	if (stmt->objtype != OBJECT_TABLE || !MvincExtensionReady())
 		return;
-	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableType t = ((AlterTableCmd *) lfirst(lc))->subtype;
+
+		if (t == AT_EnableRowSecurity || t == AT_ForceRowSecurity ||
+			t == AT_SetAccessMethod || t == AT_SetUnLogged || t == AT_ReplicaIdentity)
+			refusable = true;
+	}
+	if (!refusable)
+		return;
+
+	/*
+	 * Lock the table as ALTER TABLE is about to (checking the user's right
+	 * to alter it before waiting, as it does), then read its views and
+	 * tracking in the latest snapshot.  A CREATE MATERIALIZED VIEW over
+	 * the table in a transaction still open holds a lock on it (it read
+	 * the table): once we have ours, that transaction has committed (its
+	 * view is in the latest snapshot, if not in the statement's, taken
+	 * before the wait) or aborted.  Looked up before the lock, such a view
+	 * was missed, and ended over a table with row-level security (or one
+	 * that capture cannot follow), every read and refresh failing.
+	 */
+	relid = AlterTableLookupRelation(stmt, AlterTableGetLockLevel(stmt->cmds));
 	if (!OidIsValid(relid))
 		return;
+	PushActiveSnapshot(GetLatestSnapshot());
 	relname = get_rel_name(relid);
 	tracked = OidIsValid(MvChangeLogRelid(relid));
 
@@ -592,7 +617,7 @@ refuse_source_alter(AlterTableStmt *stmt)
 						 errdetail("The table is the source of history %s %s; history views do not apply row-level security policies to the versions they keep.",
 								   list_length(views) > 1 ? "views" : "view", view_names(views)),
 						 errhint("Drop the history views of the table first.")));
-			views = MvViewsOfSource(relid);
+			views = MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST);
 
 			if (views != NIL)
 				ereport(ERROR,
@@ -642,7 +667,7 @@ refuse_source_alter(AlterTableStmt *stmt)
 		}
 		if (msg != NULL)
 		{
-			List	   *views = MvViewsOfSource(relid);
+			List	   *views = MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST);
 			char	   *qualified =
 				quote_literal_cstr(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 															  relname));
@@ -662,6 +687,7 @@ refuse_source_alter(AlterTableStmt *stmt)
 					 errhint("Call mvinc.untrack(%s) first.", qualified)));
 		}
 	}
+	PopActiveSnapshot();
 }
 
 /*
