@@ -54,15 +54,35 @@ agg_literal(MvColumn *col)
 	return psprintf("%u::pg_catalog.regprocedure", col->aggfnoid);
 }
 
-/* SQL of the aggregate's argument over the relation alias (NULL for f(*)) */
+/*
+ * SQL of the aggregate's arguments over the relation alias, separated by
+ * commas (NULL for f(*)): all of them, as agg_state and agg_apply take them
+ * after the aggregate (corr(y, x) has two).  With guard, each is computed
+ * only where guard holds (CASE WHEN guard THEN arg END).
+ */
 static char *
-agg_arg_sql(MvColumn *col, const char *alias)
+agg_arg_sql(MvColumn *col, const char *alias, const char *guard)
 {
 	Aggref	   *agg = (Aggref *) col->expr;
+	StringInfoData sql;
+	ListCell   *lc;
 
 	if (agg->aggstar || agg->args == NIL)
 		return NULL;
-	return MvExprSql(col->sourceid, (Node *) ((TargetEntry *) linitial(agg->args))->expr, alias);
+	initStringInfo(&sql);
+	foreach(lc, agg->args)
+	{
+		char	   *arg = MvExprSql(col->sourceid, (Node *) ((TargetEntry *) lfirst(lc))->expr,
+									alias);
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&sql, ", ");
+		if (guard)
+			appendStringInfo(&sql, "CASE WHEN %s THEN %s END", guard, arg);
+		else
+			appendStringInfoString(&sql, arg);
+	}
+	return sql.data;
 }
 
 /*
@@ -83,7 +103,7 @@ agg_filter_sql(MvColumn *col, const char *alias)
 char *
 MvStateAggSql(MvColumn *col, const char *alias)
 {
-	char	   *arg = agg_arg_sql(col, alias);
+	char	   *arg = agg_arg_sql(col, alias, NULL);
 	char	   *filter = agg_filter_sql(col, alias);
 	char	   *call = arg == NULL ? psprintf("mvinc.agg_state(%s)", agg_literal(col)) :
 		psprintf("mvinc.agg_state(%s, %s)", agg_literal(col), arg);
@@ -192,17 +212,16 @@ MvStoredFinalName(MvColumn *col)
 char *
 MvStateRetractSql(MvColumn *col, const char *base, const char *alias, bool ordered)
 {
-	char	   *arg = agg_arg_sql(col, alias);
 	/* NULL (no row: an outer join's filler; a row the FILTER drops) adds nothing */
 	char	   *filter = agg_filter_sql(col, alias);
+	/* nor are its arguments computed, as the query would not (a guarding FILTER) */
+	char	   *arg = agg_arg_sql(col, alias,
+								  filter ? psprintf("coalesce(%s, false)", filter) : NULL);
 	char	   *sign = psprintf("CASE %sWHEN %s._mvinc_image = 'n' THEN 1 WHEN %s._mvinc_image = 'o' THEN -1 END",
 								filter ? psprintf("WHEN NOT coalesce(%s, false) THEN NULL ", filter) : "",
 								alias, alias);
 	char	   *order = ordered ? psprintf(" ORDER BY %s DESC", sign) : "";
 
-	/* nor is its argument computed, as the query would not (a guarding FILTER) */
-	if (arg != NULL && filter != NULL)
-		arg = psprintf("CASE WHEN coalesce(%s, false) THEN %s END", filter, arg);
 	if (arg == NULL)
 		return psprintf("mvinc.agg_apply(%s, %s, %s%s)", agg_literal(col), base, sign, order);
 	return psprintf("mvinc.agg_apply(%s, %s, %s, %s%s)", agg_literal(col), base, sign, arg, order);
