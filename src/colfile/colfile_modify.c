@@ -358,39 +358,60 @@ lock_tid(Relation rel, ItemPointer tid, LockWaitPolicy policy)
  * statement's own scan read: that one is checked against the snapshot and
  * goes through EvalPlanQual when superseded, as heap's.
  */
-static struct
+typedef struct NewestLocked
 {
 	const ItemPointerData *caller;	/* the executor's TID variable */
 	Oid			relid;
 	ItemPointerData tid;
 	CommandId	cid;
 	TransactionId xid;
-} newest_locked;
+} NewestLocked;
+
+/*
+ * A few at once: EvalPlanQual's recheck may lock rows of other tables (a
+ * subquery's FOR UPDATE) between its lock of the row and the update
+ */
+#define N_NEWEST_LOCKED 8
+static NewestLocked newest_locked[N_NEWEST_LOCKED];
+static int	newest_locked_next = 0;
 
 static void
 note_newest_locked(Relation rel, const ItemPointerData *caller, ItemPointer tid,
 				   CommandId cid)
 {
-	newest_locked.caller = caller;
-	newest_locked.relid = RelationGetRelid(rel);
-	newest_locked.tid = *tid;
-	newest_locked.cid = cid;
-	newest_locked.xid = GetTopTransactionIdIfAny();
+	NewestLocked *e = &newest_locked[newest_locked_next];
+
+	newest_locked_next = (newest_locked_next + 1) % N_NEWEST_LOCKED;
+	e->caller = caller;
+	e->relid = RelationGetRelid(rel);
+	e->tid = *tid;
+	e->cid = cid;
+	e->xid = GetTopTransactionIdIfAny();
 }
 
-/* Did a lock through caller's variable take this row's newest version? */
+/*
+ * Did a lock through caller's variable take this row's newest version?
+ * take: the update or delete that uses it forgets it; another lock through
+ * the same variable (a BEFORE trigger's after EvalPlanQual's) keeps it.
+ */
 static bool
-take_newest_locked(Relation rel, const ItemPointerData *caller, ItemPointer tid,
-				   CommandId cid)
+newest_locked_by(Relation rel, const ItemPointerData *caller, ItemPointer tid,
+				 CommandId cid, bool take)
 {
-	bool		match = newest_locked.caller == caller &&
-		newest_locked.relid == RelationGetRelid(rel) &&
-		ItemPointerEquals(&newest_locked.tid, tid) &&
-		newest_locked.cid == cid &&
-		TransactionIdEquals(newest_locked.xid, GetTopTransactionIdIfAny());
+	for (int i = 0; i < N_NEWEST_LOCKED; i++)
+	{
+		NewestLocked *e = &newest_locked[i];
 
-	newest_locked.caller = NULL;
-	return match;
+		if (e->caller == caller && e->relid == RelationGetRelid(rel) &&
+			ItemPointerEquals(&e->tid, tid) && e->cid == cid &&
+			TransactionIdEquals(e->xid, GetTopTransactionIdIfAny()))
+		{
+			if (take)
+				e->caller = NULL;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -406,7 +427,7 @@ claim_row(Relation rel, const ItemPointerData *caller, ItemPointer tid, CommandI
 	TM_Result	r;
 	TransactionId xwait;
 	int			own_lock;
-	bool		latest_ok = take_newest_locked(rel, caller, tid, cid);
+	bool		latest_ok = newest_locked_by(rel, caller, tid, cid, true);
 
 	ColfileFlushInsertsForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
@@ -675,13 +696,15 @@ colfile_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 	TM_Result	r;
 	TransactionId xwait;
 	int			own_lock;
-	bool		latest_ok = false;
+	bool		latest_ok;
 	CommandId	chain_cid = InvalidCommandId;
 	TransactionId chain_xid = InvalidTransactionId;
 
 	ColfileFlushInsertsForRead(RelationGetRelid(rel));
 	ColfileFlushForTid(RelationGetRelid(rel), tid);
 	tmfd->traversed = false;
+	/* heap would lock the version *tid already leads to: no traversal */
+	latest_ok = newest_locked_by(rel, tid, tid, cid, false);
 
 	/*
 	 * A row our own command inserted, such as the first of two rows that

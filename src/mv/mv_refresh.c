@@ -1153,12 +1153,13 @@ apply_or_rebuild(RefreshCtx *rc, int64 nins, int64 nother, MvRefreshResult *res)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
-			PG_RE_THROW();
 		FlushErrorState();
+		/* any error: the subtransaction goes first, or the session is left in it */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
+			ReThrowError(edata);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("incremental refresh of materialized view \"%s\" failed: %s",

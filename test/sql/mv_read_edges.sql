@@ -102,6 +102,29 @@ INSERT INTO re_div VALUES (32, 2, 3);
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 SELECT mode FROM mvinc.refresh('re_dv');
 SELECT * FROM re_dv ORDER BY k;
+-- an error of another kind while the changes are applied is raised, and
+-- the session goes on (the refresh's subtransaction is rolled back first)
+CREATE FUNCTION re_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'storage write refused'; END $$;
+DO $$ BEGIN
+  EXECUTE format('CREATE TRIGGER re_fail BEFORE INSERT OR UPDATE OR DELETE ON mvinc.%I
+                  FOR EACH ROW EXECUTE FUNCTION re_fail()',
+                 (SELECT storage_name FROM mvinc.mv_view WHERE view = 're_dv'::regclass));
+END $$;
+DELETE FROM re_div WHERE id IN (31, 32);
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+\set VERBOSITY terse
+SELECT mode FROM mvinc.refresh('re_dv');
+\set VERBOSITY default
+SELECT 1 AS session_goes_on;
+DO $$ BEGIN
+  EXECUTE format('DROP TRIGGER re_fail ON mvinc.%I',
+                 (SELECT storage_name FROM mvinc.mv_view WHERE view = 're_dv'::regclass));
+END $$;
+SELECT mode FROM mvinc.refresh('re_dv');
+SELECT count(*) FROM ((TABLE re_dv) EXCEPT ALL
+  SELECT k, count(*) FROM re_div WHERE 100 / x > 1 GROUP BY k) d;
+DROP FUNCTION re_fail();
 DROP TABLE re_div CASCADE;
 
 DROP FUNCTION re_count(int);
