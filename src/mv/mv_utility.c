@@ -526,6 +526,24 @@ has_primary_key(Oid relid)
 	return result;
 }
 
+/* Is column attname of relid one of its primary key's columns? */
+static bool
+in_primary_key(Oid relid, const char *attname)
+{
+	AttrNumber	attnum = get_attnum(relid, attname);
+	Relation	rel;
+	Bitmapset  *pk;
+	bool		result;
+
+	if (attnum == InvalidAttrNumber)
+		return false;
+	rel = relation_open(relid, AccessShareLock);
+	pk = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+	result = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, pk);
+	relation_close(rel, NoLock);
+	return result;
+}
+
 /* "schema.view", ... for the views of a source */
 static char *
 view_names(List *views)
@@ -574,7 +592,8 @@ refuse_source_alter(AlterTableStmt *stmt)
 		AlterTableType t = ((AlterTableCmd *) lfirst(lc))->subtype;
 
 		if (t == AT_EnableRowSecurity || t == AT_ForceRowSecurity ||
-			t == AT_SetAccessMethod || t == AT_SetUnLogged || t == AT_ReplicaIdentity)
+			t == AT_SetAccessMethod || t == AT_SetUnLogged || t == AT_ReplicaIdentity ||
+			t == AT_AlterColumnType)
 			refusable = true;
 	}
 	if (!refusable)
@@ -628,6 +647,40 @@ refuse_source_alter(AlterTableStmt *stmt)
 						 errdetail("The table is the source of incremental materialized %s %s; incremental views do not apply row-level security policies to the rows they store.",
 								   list_length(views) > 1 ? "views" : "view", view_names(views)),
 						 errhint("Drop the incremental views of the table first (plain materialized views apply the owner's policies).")));
+			continue;
+		}
+		if (cmd->subtype == AT_AlterColumnType)
+		{
+			/*
+			 * A projection view stores its rows' primary key in hidden
+			 * columns of the key's type at CREATE: a key of another type
+			 * would no longer fit them (values out of range, or equal
+			 * after the cast, and every refresh fails).
+			 */
+			List	   *views = NIL;
+			ListCell   *lv;
+
+			if (!in_primary_key(relid, cmd->name))
+				continue;
+			foreach(lv, MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST))
+			{
+				MvCatalog  *cat = MvCatalogLookup(lfirst_oid(lv), MV_LOOKUP_LATEST);
+
+				if (cat != NULL && cat->kind == MV_KIND_PROJECTION)
+					views = lappend_oid(views, lfirst_oid(lv));
+			}
+			if (views != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the type of column \"%s\" of table \"%s\"",
+								cmd->name, relname),
+						 errdetail("The column is in the table's primary key, by which incremental materialized %s %s %s the rows %s stores.",
+								   list_length(views) > 1 ? "views" : "view", view_names(views),
+								   list_length(views) > 1 ? "identify" : "identifies",
+								   list_length(views) > 1 ? "each" : "it"),
+						 errhint("Drop the %s, change the column, and create the %s again.",
+								 list_length(views) > 1 ? "views" : "view",
+								 list_length(views) > 1 ? "views" : "view")));
 			continue;
 		}
 		if (!tracked)
