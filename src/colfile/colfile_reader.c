@@ -677,6 +677,7 @@ fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot, Snapshot files_as,
 	MemoryContext tmp,
 				old;
 	bool		found = false;
+	bool		read_as = false;
 	int			retries = 0;
 
 	ColfileCheckRewrite(rel, snapshot);
@@ -721,7 +722,15 @@ fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot, Snapshot files_as,
 		}
 		if (files_as != NULL && ColfileGroupFilesNewerThan(fetch_cache, files_as) &&
 			!row_touched_by_us(rel, tid))
-			ColfileGroupFilesFor(rel, fetch_cache, files_as);
+		{
+			/*
+			 * Read the row as files_as sees it, its group too: files bind to
+			 * the group by position, and a compaction committed since may
+			 * have moved the row within the group
+			 */
+			read_as = true;
+			break;
+		}
 		ColfileFillSlot(rel, fetch_cache, ColfileGroupPos(&rg, tid), slot, NULL);
 		/* copy byref values into the slot's own memory */
 		ExecMaterializeSlot(slot);
@@ -731,5 +740,8 @@ fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot, Snapshot files_as,
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
+	/* (a row files_as does not see at all is given newest, as before) */
+	if (read_as && !(found = fetch_row(rel, tid, files_as, NULL, slot)))
+		found = fetch_row(rel, tid, snapshot, NULL, slot);
 	return found;
 }
