@@ -351,9 +351,9 @@ lock_tid(Relation rel, ItemPointer tid, LockWaitPolicy policy)
  * variable, and the update or delete that follows names that version. An
  * update in place keeps every version of a row at one TID, so the lock
  * remembers which caller's variable it answered with a version newer than
- * the caller's snapshot, and the update or delete through that same
- * variable, for that TID, in the same command, claims the newest version
- * (latest_ok). A lock taken through any other variable (a subquery's or a
+ * the caller's snapshot, and the update or delete (or another lock) through
+ * that same variable, for that TID, in the same command, takes the newest
+ * version (latest_ok). A lock taken through any other variable (a subquery's or a
  * cursor's FOR UPDATE, a function's) says nothing about the version the
  * statement's own scan read: that one is checked against the snapshot and
  * goes through EvalPlanQual when superseded, as heap's.
@@ -417,7 +417,7 @@ newest_locked_by(Relation rel, const ItemPointerData *caller, ItemPointer tid,
 /*
  * Claim a row for deletion or update (of strength mode): on TM_Ok the
  * caller holds the tuple lock and must record its change, then release it.
- * caller: the executor's TID variable (take_newest_locked).
+ * caller: the executor's TID variable (newest_locked_by).
  */
 static TM_Result
 claim_row(Relation rel, const ItemPointerData *caller, ItemPointer tid, CommandId cid,
