@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * colfile_column_int.h
  *	  What colfile_column.c (writing and reading column files) shares with
+ *	  colfile_column_files.c (storing and listing them) and
  *	  colfile_column_vacuum.c (VACUUM's side of them). Not for other files.
  *-------------------------------------------------------------------------
  */
@@ -26,9 +27,19 @@ typedef struct FileContent
 	bool	  **isnull;
 } FileContent;
 
+/* A file as a loaded group uses it: its columns decoded there */
+typedef struct ColfileLoadedFile
+{
+	ColfileColumnFile *f;		/* in the file cache */
+	TupleDesc	desc;			/* of its columns, from the reading slot */
+	ColfileDecoded **cols;		/* [nattrs], NULL until decoded */
+} ColfileLoadedFile;
+
+extern TupleDesc ColfileSubsetDesc(TupleDesc desc, int nattrs, const AttrNumber *attnums);
 extern void ColfileWriteColumnFile(Relation rel, FileContent *fc);
 extern bool ColfileFileTupleGone(HeapTupleHeader h);
 extern ColfileColumnFile *ColfileFileFromTuple(Relation meta, HeapTuple tup);
 extern void ColfileGroupSetFiles(ColfileGroupCache *gc, ColfileColumnFile **files, int n);
+extern void ColfileFileCacheXactEnd(void);
 
 #endif							/* MVINC_COLFILE_COLUMN_INT_H */
