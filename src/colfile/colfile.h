@@ -57,6 +57,7 @@
 #define MVINC_COLFILE_H
 
 #include "access/htup.h"
+#include "access/skey.h"
 #include "access/tableam.h"
 #include "catalog/pg_attribute.h"
 #include "lib/stringinfo.h"
@@ -313,6 +314,35 @@ extern void ColfileInsertRowState(Relation rel, ItemPointer tid, char kind,
 								  ItemPointer new_tid, CommandId cid);
 extern List *ColfileRowStatesFor(Oid relfilenode, ItemPointer tid);
 extern int	ColfileRowStateTables(const ColfileMetaRels *ids, Oid tabs[2], Oid idxs[2]);
+
+/*
+ * A scan of the row records of a relation (or of one row group's TID
+ * range) in every row state table: begin, next until NULL (meta is the
+ * current tuple's table, open with the scan's lock mode), end.
+ */
+typedef struct ColfileRowRecordScan
+{
+	Oid			tabs[2];
+	Oid			idxs[2];
+	int			ntabs;
+	int			cur;
+	int			nkeys;
+	ScanKeyData key[3];
+	ItemPointerData lo;
+	ItemPointerData hi;
+	Snapshot	snapshot;
+	LOCKMODE	lockmode;
+	Relation	meta;
+	struct SysScanDescData *scan;
+} ColfileRowRecordScan;
+
+extern void ColfileRowRecordScanBegin(ColfileRowRecordScan *s, Oid relfilenode,
+									  const ColfileRowGroup *rg, Snapshot snapshot,
+									  LOCKMODE lockmode);
+extern HeapTuple ColfileRowRecordScanNext(ColfileRowRecordScan *s);
+extern void ColfileRowRecordScanEnd(ColfileRowRecordScan *s);
+extern char ColfileRowRecordKind(ColfileRowRecordScan *s, HeapTuple tup);
+extern ItemPointer ColfileRowRecordTid(ColfileRowRecordScan *s, HeapTuple tup);
 extern void ColfileKeepRowLocksForPrepare(void);
 extern void ColfileRowLocksXactEnd(void);
 extern bool ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid,

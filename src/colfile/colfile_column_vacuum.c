@@ -57,50 +57,26 @@ static bool
 recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
 					  TransactionId oldest_xmin)
 {
-	ColfileMetaRels ids;
-	Oid			tabs[2],
-				idxs[2];
-	int			ntabs;
-	ItemPointerData lo,
-				hi;
+	ColfileRowRecordScan s;
+	HeapTuple	tup;
 	bool		found = false;
 
-	ColfileMetaRelIds(&ids);
-	ntabs = ColfileRowStateTables(&ids, tabs, idxs);
-	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
-	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
-	for (int i = 0; i < ntabs && !found; i++)
+	ColfileRowRecordScanBegin(&s, relfilenode, rg, SnapshotAny, AccessShareLock);
+	while (!found && (tup = ColfileRowRecordScanNext(&s)) != NULL)
 	{
-		Relation	meta = table_open(tabs[i], AccessShareLock);
-		SysScanDesc scan;
-		ScanKeyData key[3];
-		HeapTuple	tup;
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
-					ItemPointerGetDatum(&lo));
-		ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
-					ItemPointerGetDatum(&hi));
-		scan = systable_beginscan(meta, idxs[i], true, SnapshotAny, 3, key);
-		while (!found && (tup = systable_getnext(scan)) != NULL)
-		{
-			bool		isnull;
-			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-
-			/*
-			 * The caller's own (mvinc.colfile_compact in a transaction that
-			 * updated in place) count too: its buffers and cached binding
-			 * hold positions in the group as it is.
-			 */
-			if (DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull)) == ROWSTATE_COLUMNS &&
-				!TransactionIdPrecedes(xmin, oldest_xmin) &&
-				!ColfileInserterAborted(tup->t_data))
-				found = true;
-		}
-		systable_endscan(scan);
-		table_close(meta, AccessShareLock);
+		/*
+		 * The caller's own (mvinc.colfile_compact in a transaction that
+		 * updated in place) count too: its buffers and cached binding hold
+		 * positions in the group as it is.
+		 */
+		if (ColfileRowRecordKind(&s, tup) == ROWSTATE_COLUMNS &&
+			!TransactionIdPrecedes(xmin, oldest_xmin) &&
+			!ColfileInserterAborted(tup->t_data))
+			found = true;
 	}
+	ColfileRowRecordScanEnd(&s);
 	return found;
 }
 

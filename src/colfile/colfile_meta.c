@@ -762,6 +762,93 @@ ColfileRowStateTables(const ColfileMetaRels *ids, Oid tabs[2], Oid idxs[2])
 	return 2;
 }
 
+/* Open table s->cur of a row record scan and start its index scan */
+static void
+row_record_scan_open(ColfileRowRecordScan *s)
+{
+	s->meta = table_open(s->tabs[s->cur], s->lockmode);
+	s->scan = systable_beginscan(s->meta, s->idxs[s->cur], true, s->snapshot,
+								 s->nkeys, s->key);
+}
+
+/*
+ * Begin a scan of relfilenode's row records (those of rg's TID range when
+ * rg is given) under snapshot, the tables opened with lockmode
+ */
+void
+ColfileRowRecordScanBegin(ColfileRowRecordScan *s, Oid relfilenode,
+						  const ColfileRowGroup *rg, Snapshot snapshot,
+						  LOCKMODE lockmode)
+{
+	ColfileMetaRels ids;
+
+	ColfileMetaRelIds(&ids);
+	s->ntabs = ColfileRowStateTables(&ids, s->tabs, s->idxs);
+	s->cur = 0;
+	s->snapshot = snapshot;
+	s->lockmode = lockmode;
+	ScanKeyInit(&s->key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	s->nkeys = 1;
+	if (rg != NULL)
+	{
+		ItemPointerSet(&s->lo, (BlockNumber) rg->first_block, 0);
+		ItemPointerSet(&s->hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
+		ScanKeyInit(&s->key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
+					ItemPointerGetDatum(&s->lo));
+		ScanKeyInit(&s->key[2], 2, BTLessStrategyNumber, F_TIDLT,
+					ItemPointerGetDatum(&s->hi));
+		s->nkeys = 3;
+	}
+	row_record_scan_open(s);
+}
+
+/* The next record of the scan (of table s->meta), or NULL at the end */
+HeapTuple
+ColfileRowRecordScanNext(ColfileRowRecordScan *s)
+{
+	for (;;)
+	{
+		HeapTuple	tup = systable_getnext(s->scan);
+
+		if (tup != NULL)
+			return tup;
+		if (s->cur + 1 >= s->ntabs)
+			return NULL;
+		systable_endscan(s->scan);
+		table_close(s->meta, s->lockmode);
+		s->cur++;
+		row_record_scan_open(s);
+	}
+}
+
+void
+ColfileRowRecordScanEnd(ColfileRowRecordScan *s)
+{
+	systable_endscan(s->scan);
+	table_close(s->meta, s->lockmode);
+	s->scan = NULL;
+	s->meta = NULL;
+}
+
+/* The kind of a record the scan returned */
+char
+ColfileRowRecordKind(ColfileRowRecordScan *s, HeapTuple tup)
+{
+	bool		isnull;
+
+	return DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(s->meta), &isnull));
+}
+
+/* The row (TID) of a record the scan returned */
+ItemPointer
+ColfileRowRecordTid(ColfileRowRecordScan *s, HeapTuple tup)
+{
+	bool		isnull;
+
+	return DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(s->meta), &isnull));
+}
+
 /* Records that end with their transaction or soon after: row locks and 'c' */
 static inline bool
 rowstate_is_transient(char kind)
@@ -987,42 +1074,14 @@ void
 ColfileDeleteRowStatesWhere(Oid relfilenode, ColfileRowGroup *rg,
 							ColfileRowDead dead, void *arg)
 {
-	ColfileMetaRels ids;
-	Oid			tabs[2],
-				idxs[2];
-	int			ntabs;
-	ItemPointerData lo,
-				hi;
+	ColfileRowRecordScan s;
+	HeapTuple	tup;
 
-	ColfileMetaRelIds(&ids);
-	ntabs = ColfileRowStateTables(&ids, tabs, idxs);
-	ItemPointerSet(&lo, (BlockNumber) rg->first_block, 0);
-	ItemPointerSet(&hi, (BlockNumber) (ColfileGroupLastBlock(rg) + 1), 0);
-	for (int i = 0; i < ntabs; i++)
-	{
-		Relation	meta = table_open(tabs[i], RowExclusiveLock);
-		SysScanDesc scan;
-		ScanKeyData key[3];
-		HeapTuple	tup;
-
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_TIDGE,
-					ItemPointerGetDatum(&lo));
-		ScanKeyInit(&key[2], 2, BTLessStrategyNumber, F_TIDLT,
-					ItemPointerGetDatum(&hi));
-		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 3, key);
-		while ((tup = systable_getnext(scan)) != NULL)
-		{
-			bool		isnull;
-			ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
-
-			if (dead == NULL || dead(arg, t))
-				simple_heap_delete(meta, &tup->t_self);
-		}
-		systable_endscan(scan);
-		table_close(meta, RowExclusiveLock);
-	}
+	ColfileRowRecordScanBegin(&s, relfilenode, rg, GetLatestSnapshot(), RowExclusiveLock);
+	while ((tup = ColfileRowRecordScanNext(&s)) != NULL)
+		if (dead == NULL || dead(arg, ColfileRowRecordTid(&s, tup)))
+			simple_heap_delete(s.meta, &tup->t_self);
+	ColfileRowRecordScanEnd(&s);
 	CommandCounterIncrement();
 }
 
@@ -1092,44 +1151,28 @@ ColfileReplaceRowGroups(Relation rel, List *sources, ColfileRowGroup *merged)
 int64
 ColfilePruneRowStates(Oid relfilenode, TransactionId oldest_xmin)
 {
-	ColfileMetaRels ids;
-	Oid			tabs[2],
-				idxs[2];
-	int			ntabs;
+	ColfileRowRecordScan s;
+	HeapTuple	tup;
 	int64		n = 0;
 
-	ColfileMetaRelIds(&ids);
-	ntabs = ColfileRowStateTables(&ids, tabs, idxs);
-	for (int i = 0; i < ntabs; i++)
+	ColfileRowRecordScanBegin(&s, relfilenode, NULL, GetLatestSnapshot(), RowExclusiveLock);
+	while ((tup = ColfileRowRecordScanNext(&s)) != NULL)
 	{
-		Relation	meta = table_open(tabs[i], RowExclusiveLock);
-		SysScanDesc scan;
-		ScanKeyData key[1];
-		HeapTuple	tup;
+		char		kind = ColfileRowRecordKind(&s, tup);
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, idxs[i], true, GetLatestSnapshot(), 1, key);
-		while ((tup = systable_getnext(scan)) != NULL)
+		if ((ROWSTATE_IS_LOCK(kind) &&
+			 !TransactionIdIsCurrentTransactionId(xmin) &&
+			 !TransactionIdIsInProgress(xmin)) ||
+			(kind == ROWSTATE_COLUMNS &&
+			 TransactionIdPrecedes(xmin, oldest_xmin) &&
+			 !TransactionIdIsCurrentTransactionId(xmin)))
 		{
-			bool		isnull;
-			char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
-			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-
-			if ((ROWSTATE_IS_LOCK(kind) &&
-				 !TransactionIdIsCurrentTransactionId(xmin) &&
-				 !TransactionIdIsInProgress(xmin)) ||
-				(kind == ROWSTATE_COLUMNS &&
-				 TransactionIdPrecedes(xmin, oldest_xmin) &&
-				 !TransactionIdIsCurrentTransactionId(xmin)))
-			{
-				simple_heap_delete(meta, &tup->t_self);
-				n++;
-			}
+			simple_heap_delete(s.meta, &tup->t_self);
+			n++;
 		}
-		systable_endscan(scan);
-		table_close(meta, RowExclusiveLock);
 	}
+	ColfileRowRecordScanEnd(&s);
 	CommandCounterIncrement();
 	return n;
 }

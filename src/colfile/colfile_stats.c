@@ -70,11 +70,10 @@ ColfileOpenReadable(Oid relid)
  * running (a prepared one's records are in both row state tables)
  */
 static int64
-count_locked_rows(const ColfileMetaRels *ids, Oid relfilenode)
+count_locked_rows(Oid relfilenode)
 {
-	Oid			tabs[2],
-				idxs[2];
-	int			ntabs = ColfileRowStateTables(ids, tabs, idxs);
+	ColfileRowRecordScan s;
+	HeapTuple	tup;
 	HASHCTL		ctl;
 	HTAB	   *rows;
 	int64		n;
@@ -83,30 +82,17 @@ count_locked_rows(const ColfileMetaRels *ids, Oid relfilenode)
 	ctl.entrysize = sizeof(ItemPointerData);
 	ctl.hcxt = CurrentMemoryContext;
 	rows = hash_create("colfile locked rows", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	for (int i = 0; i < ntabs; i++)
+	ColfileRowRecordScanBegin(&s, relfilenode, NULL, SnapshotAny, AccessShareLock);
+	while ((tup = ColfileRowRecordScanNext(&s)) != NULL)
 	{
-		Relation	meta = table_open(tabs[i], AccessShareLock);
-		SysScanDesc scan;
-		ScanKeyData key[1];
-		HeapTuple	tup;
+		char		kind = ColfileRowRecordKind(&s, tup);
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 
-		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, idxs[i], true, SnapshotAny, 1, key);
-		while ((tup = systable_getnext(scan)) != NULL)
-		{
-			bool		isnull;
-			char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
-			TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-
-			if ((ROWSTATE_IS_LOCK(kind) || kind == ROWSTATE_COLUMNS) &&
-				(TransactionIdIsCurrentTransactionId(xmin) || TransactionIdIsInProgress(xmin)))
-				(void) hash_search(rows, DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull)),
-								   HASH_ENTER, NULL);
-		}
-		systable_endscan(scan);
-		table_close(meta, AccessShareLock);
+		if ((ROWSTATE_IS_LOCK(kind) || kind == ROWSTATE_COLUMNS) &&
+			(TransactionIdIsCurrentTransactionId(xmin) || TransactionIdIsInProgress(xmin)))
+			(void) hash_search(rows, ColfileRowRecordTid(&s, tup), HASH_ENTER, NULL);
 	}
+	ColfileRowRecordScanEnd(&s);
 	n = hash_get_num_entries(rows);
 	hash_destroy(rows);
 	return n;
@@ -147,7 +133,7 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 	hash_destroy(del);
 
 	ColfileMetaRelIds(&ids);
-	*locked = count_locked_rows(&ids, rel->rd_node.relNode);
+	*locked = count_locked_rows(rel->rd_node.relNode);
 	meta = table_open(ids.rowstate, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(rel->rd_node.relNode));
