@@ -144,6 +144,7 @@ refresh_initial(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	/* no source transaction straddles the start of tracking */
 	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	MvLockForTracking(def->sourceid, def->full_old_rows);
+	MvRefuseChildrenAfterLock(def->sourceid, MvViewReadsChildren(viewid, def->sourceid));
 	MvProgressSetMode("initial");
 	MvProgressSetPhase(MV_PHASE_REBUILD, -1);
 	MvTrack(def->sourceid, def->full_old_rows);

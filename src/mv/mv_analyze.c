@@ -38,6 +38,7 @@
 #include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "mv/aggstate.h"
@@ -1025,24 +1026,55 @@ MvCheckOwnerCanRead(Oid viewid)
 	relation_close(rel, NoLock);
 }
 
-/* Does the view read its source with the source's inheritance children? */
+/* Does a query read sourceid with its inheritance children (no ONLY)? */
 bool
-MvViewReadsChildren(Oid viewid, Oid sourceid)
+MvQueryReadsChildren(Query *query, Oid sourceid)
 {
-	Relation	rel = relation_open(viewid, AccessShareLock);
-	Query	   *query = MvMatviewQuery(rel);
 	ListCell   *lc;
-	bool		inh = false;
 
 	foreach(lc, query->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
 		if (rte->rtekind == RTE_RELATION && rte->relid == sourceid && rte->inh)
-			inh = true;
+			return true;
 	}
+	return false;
+}
+
+/* Does the view read its source with the source's inheritance children? */
+bool
+MvViewReadsChildren(Oid viewid, Oid sourceid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+	bool		inh = MvQueryReadsChildren(MvMatviewQuery(rel), sourceid);
+
 	relation_close(rel, NoLock);
 	return inh;
+}
+
+/*
+ * Once the lock of MvLockForTracking is held on a source that a view reads
+ * with its children: refuse if it has children now.  The view's query was
+ * checked for children before (at CREATE, or before a WITH NO DATA view's
+ * first refresh), while a CREATE TABLE ... INHERITS still open could not
+ * see the view and was let through (refuse_new_child): its lock was what
+ * we waited for.
+ */
+void
+MvRefuseChildrenAfterLock(Oid sourceid, bool reads_children)
+{
+	if (!reads_children)
+		return;
+	InvalidateCatalogSnapshot();
+	if (has_subclass(sourceid) && find_inheritance_children(sourceid, NoLock) != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot compute an incremental or history view over \"%s\": the table has inheritance children",
+						get_rel_name(sourceid)),
+				 errdetail("A child of the table was created while the view was being created or before its first refresh; its changes are not captured."),
+				 errhint("Define the view with FROM ONLY %s, or drop the children.",
+						 quote_identifier(get_rel_name(sourceid)))));
 }
 
 /* Name under which a view registers as a capture consumer */

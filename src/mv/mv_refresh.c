@@ -995,6 +995,7 @@ refresh_initial(RefreshCtx *rc, MvRefreshResult *res)
 
 	MvProgressSetPhase(MV_PHASE_WAIT_LOCK, -1);
 	MvLockForTracking(source, rc->def->kind == MV_KIND_AGGREGATE);
+	MvRefuseChildrenAfterLock(source, MvViewReadsChildren(rc->viewid, source));
 	MvProgressSetPhase(MV_PHASE_INITIALIZING, -1);
 	if (!OidIsValid(rc->cat->storage_oid) && !MvTryTrack(source, rc->def->kind == MV_KIND_AGGREGATE))
 	{

@@ -349,7 +349,10 @@ create_incremental(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 	if (!OidIsValid(MvChangeLogRelid(def->sourceid)))
 		MvAwaitCapture();		/* before any lock: see MvAwaitCapture */
 	if (!skipData)
+	{
 		MvLockForTracking(def->sourceid, def->kind == MV_KIND_AGGREGATE);
+		MvRefuseChildrenAfterLock(def->sourceid, MvQueryReadsChildren(query, def->sourceid));
+	}
 	MvTrack(def->sourceid, def->kind == MV_KIND_AGGREGATE);
 
 	/* PostgreSQL creates the matview, always empty; we keep its rows */
@@ -411,6 +414,7 @@ create_history(PlannedStmt *pstmt, CreateTableAsStmt *stmt, MvOptions *o,
 		if (!OidIsValid(MvChangeLogRelid(def->sourceid)))
 			MvAwaitCapture();
 		MvLockForTracking(def->sourceid, def->full_old_rows);
+		MvRefuseChildrenAfterLock(def->sourceid, MvQueryReadsChildren(query, def->sourceid));
 		MvTrack(def->sourceid, def->full_old_rows);
 	}
 
@@ -487,17 +491,26 @@ refuse_into(RangeVar *rv, const char *what)
 /*
  * Refuse to give a new inheritance child to a table that an incremental
  * view reads with its children (no ONLY): the child's rows would be in the
- * defining query but its changes would never be captured.
+ * defining query but its changes would never be captured.  The parent is
+ * locked first, as CREATE TABLE ... INHERITS and ALTER TABLE ... INHERIT
+ * are about to, and the views are read in the latest snapshot: a view
+ * created in a transaction still open holds a SHARE lock on its source
+ * (MvLockForTracking), so once we hold ours it has committed or aborted.
+ * A view that takes its lock after ours looks for children again
+ * (MvRefuseChildrenAfterLock).
  */
 static void
 refuse_new_child(RangeVar *parent_rv, const char *child)
 {
-	Oid			parent = RangeVarGetRelid(parent_rv, NoLock, true);
+	Oid			parent = RangeVarGetRelidExtended(parent_rv, ShareUpdateExclusiveLock,
+												  RVR_MISSING_OK, NULL, NULL);
 	ListCell   *lc;
 
 	if (!OidIsValid(parent))
 		return;
-	foreach(lc, list_concat(MvViewsOfSource(parent), HistViewsOfSource(parent)))
+	PushActiveSnapshot(GetLatestSnapshot());
+	foreach(lc, list_concat(MvViewsOfSourceIn(parent, MV_LOOKUP_ACTIVE),
+							HistViewsOfSource(parent)))
 	{
 		Oid			viewid = lfirst_oid(lc);
 
@@ -513,6 +526,7 @@ refuse_new_child(RangeVar *parent_rv, const char *child)
 					 errhint("Define the view with FROM ONLY %s, or drop it first.",
 							 quote_identifier(get_rel_name(parent)))));
 	}
+	PopActiveSnapshot();
 }
 
 /* Has the table a primary key? */
