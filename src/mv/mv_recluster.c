@@ -21,9 +21,13 @@
  *
  *	  The swap lock is never waited for at length (a queued ACCESS
  *	  EXCLUSIVE request makes every new reader wait behind the longest
- *	  holder): it is tried without waiting, and now and then with a wait of
- *	  SWAP_QUEUE_MS (so that a steady stream of short readers cannot starve
- *	  it), until mvinc.recluster_swap_timeout; then the recluster fails, as
+ *	  holder): it is tried without waiting, and now and then with a wait in
+ *	  line of SWAP_QUEUE_MS, doubled each time up to SWAP_QUEUE_MAX_MS (so
+ *	  that a steady stream of overlapping readers, each holding its lock
+ *	  until its transaction ends, cannot starve it: a first version waited
+ *	  50 ms each time and starved for a minute under REPEATABLE READ
+ *	  readers of 100 ms), until mvinc.recluster_swap_timeout; then the
+ *	  recluster fails, as
  *	  it does at once when a holder waits for the view's refresh lock, which
  *	  the recluster holds (a deadlock).
  *
@@ -78,8 +82,9 @@
 /* mvinc.recluster_swap_timeout: how long the swap tries for its lock */
 int			mvinc_recluster_swap_timeout = 60000;
 
-/* The longest the swap waits in line for its lock (readers wait behind) */
+/* The swap's first and longest waits in line for its lock (readers wait behind) */
 #define SWAP_QUEUE_MS 50
+#define SWAP_QUEUE_MAX_MS 1000
 /* Tries without waiting between two waits in line, 20 ms apart */
 #define SWAP_TRIES_PER_QUEUE 10
 /* Copies tried before a missing TOAST value is an error */
@@ -640,6 +645,7 @@ static void
 lock_for_swap(Oid storage_oid, Oid viewid)
 {
 	TimestampTz start = GetCurrentTimestamp();
+	int			queue_ms = SWAP_QUEUE_MS;
 
 	for (int tries = 1;; tries++)
 	{
@@ -659,8 +665,12 @@ lock_for_swap(Oid storage_oid, Oid viewid)
 							get_rel_name(viewid)),
 					 errdetail("The swap takes an ACCESS EXCLUSIVE lock for a moment and does not make readers wait for long transactions."),
 					 errhint("Run mvinc.recluster again when no long transaction reads the view, or raise \"mvinc.recluster_swap_timeout\".")));
-		if (tries % SWAP_TRIES_PER_QUEUE == 0 && lock_waiting_at_most(storage_oid, SWAP_QUEUE_MS))
-			return;
+		if (tries % SWAP_TRIES_PER_QUEUE == 0)
+		{
+			if (lock_waiting_at_most(storage_oid, queue_ms))
+				return;
+			queue_ms = Min(queue_ms * 2, SWAP_QUEUE_MAX_MS);
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 20,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
