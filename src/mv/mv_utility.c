@@ -885,7 +885,11 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			AlterTableCmd *cmd = lfirst(lc);
 
 			if (cmd->subtype == AT_AddInherit)
+			{
+				/* the child first, then the parent, as ALTER TABLE locks them */
+				(void) AlterTableLookupRelation(stmt, AlterTableGetLockLevel(stmt->cmds));
 				refuse_new_child((RangeVar *) cmd->def, stmt->relation->relname);
+			}
 		}
 		refuse_source_alter(stmt);
 		if (take_mvinc_options(&pstmt))
