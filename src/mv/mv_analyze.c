@@ -74,18 +74,41 @@ typedef struct CheckCtx
 	Oid			setting_func;	/* an output function that reads a setting */
 } CheckCtx;
 
+/*
+ * Output functions marked immutable whose text depends on a setting
+ * (bytea_output; extra_float_digits for floats and the geometric types,
+ * which print their coordinates as floats): the refresh's text and each
+ * reader's would mix.  (array_out, record_out and range_out are stable:
+ * refused as such.)
+ */
+static bool
+setting_dependent_output(Oid func_id)
+{
+	switch (func_id)
+	{
+		case F_BYTEAOUT:
+		case F_FLOAT4OUT:
+		case F_FLOAT8OUT:
+		case F_POINT_OUT:
+		case F_LSEG_OUT:
+		case F_LINE_OUT:
+		case F_PATH_OUT:
+		case F_BOX_OUT:
+		case F_POLY_OUT:
+		case F_CIRCLE_OUT:
+			return true;
+		default:
+			return false;
+	}
+}
+
 /* Remember the first function that is not immutable */
 static bool
 mutable_func_checker(Oid func_id, void *context)
 {
 	CheckCtx   *ctx = (CheckCtx *) context;
 
-	/*
-	 * Marked immutable, but their text depends on a setting (bytea_output,
-	 * extra_float_digits): the refresh's and each reader's would mix.
-	 */
-	if ((func_id == F_BYTEAOUT || func_id == F_FLOAT4OUT || func_id == F_FLOAT8OUT) &&
-		!OidIsValid(ctx->setting_func))
+	if (setting_dependent_output(func_id) && !OidIsValid(ctx->setting_func))
 		ctx->setting_func = func_id;
 	if (func_id >= FirstNormalObjectId && !OidIsValid(ctx->user_func) &&
 		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
@@ -146,11 +169,15 @@ check_expr(Node *node, const char *where)
 	/* (at CREATE: a view made before the check keeps working) */
 	if (OidIsValid(ctx.setting_func) && mv_analyzing_create)
 		refuse(psprintf("The %s converts a %s value to text, whose form depends on the setting %s.", where,
-						ctx.setting_func == F_BYTEAOUT ? "bytea" : "float",
+						ctx.setting_func == F_BYTEAOUT ? "bytea" :
+						ctx.setting_func == F_FLOAT4OUT || ctx.setting_func == F_FLOAT8OUT ?
+						"float" : "geometric (float coordinates)",
 						ctx.setting_func == F_BYTEAOUT ? "bytea_output" : "extra_float_digits"),
 			   ctx.setting_func == F_BYTEAOUT ?
 			   "Use encode(value, 'hex') instead of a cast to text." :
-			   "Cast to numeric first (value::numeric::text).");
+			   ctx.setting_func == F_FLOAT4OUT || ctx.setting_func == F_FLOAT8OUT ?
+			   "Cast to numeric first (value::numeric::text)." :
+			   "Convert the coordinates to numeric first (for a point p: p[0]::numeric, p[1]::numeric).");
 	if (OidIsValid(ctx.mutable_func))
 		refuse(psprintf("The %s calls %s, which is not immutable.", where,
 						format_procedure(ctx.mutable_func)),

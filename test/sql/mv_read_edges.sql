@@ -75,6 +75,13 @@ CREATE MATERIALIZED VIEW re_bad WITH (mvinc.incremental = true) AS
   SELECT count(*) FROM re_src WHERE f::text LIKE '1.%';
 CREATE MATERIALIZED VIEW re_bad WITH (mvinc.history = true, mvinc.key = 'id') AS
   SELECT id, f::text AS ft FROM re_src;
+-- geometric types print their coordinates as floats
+CREATE MATERIALIZED VIEW re_bad WITH (mvinc.incremental = true) AS
+  SELECT point(f, 0)::text AS pt, count(*) FROM re_src GROUP BY 1;
+CREATE MATERIALIZED VIEW re_bad WITH (mvinc.incremental = true) AS
+  SELECT id, box(point(f, 0), point(0, 0))::text AS bx FROM re_src;
+CREATE MATERIALIZED VIEW re_bad WITH (mvinc.history = true, mvinc.key = 'id') AS
+  SELECT id, circle(point(f, 0), 1)::text AS c FROM re_src;
 -- the suggested forms are accepted
 CREATE MATERIALIZED VIEW re_ok WITH (mvinc.incremental = true) AS
   SELECT encode(b, 'hex') AS bt, f::numeric::text AS ft, count(*) FROM re_src GROUP BY 1, 2;
