@@ -156,8 +156,14 @@ null_values_sql(HistDef *def)
 	{
 		HistColumn *col = lfirst(lc);
 
+		/* (a domain's base type: a NOT NULL domain refuses the NULL) */
 		if (!col->is_key)
-			appendStringInfo(&buf, ", NULL::%s", MvTypeSql(col->typid, col->typmod));
+		{
+			int32		typmod = col->typmod;
+			Oid			typid = getBaseTypeAndTypmod(col->typid, &typmod);
+
+			appendStringInfo(&buf, ", NULL::%s", MvTypeSql(typid, typmod));
+		}
 	}
 	return buf.data;
 }

@@ -184,17 +184,26 @@ delta_column_type(HistDef *def, int i)
 {
 	static const char *fixed[] = {"pg_lsn", "timestamptz", "int4", "bool", "bool"};
 	HistColumn *col;
+	Oid			typid;
+	int32		typmod;
 
 	if (i < 5)
 		return (char *) fixed[i];
 	if (i == 5 + list_length(def->columns))
 		return "bool";
 	col = list_nth(def->columns, i - 5);
-	/* in the column's collation: keys group and compare as the view's do */
+	/*
+	 * A domain's base type: key-only old images hold NULL in the other
+	 * columns, which a NOT NULL domain refuses (the values are the
+	 * domain's all the same); in the column's collation: keys group and
+	 * compare as the view's do
+	 */
+	typmod = col->typmod;
+	typid = getBaseTypeAndTypmod(col->typid, &typmod);
 	if (OidIsValid(col->collation))
-		return psprintf("%s COLLATE %s", MvTypeSql(col->typid, col->typmod),
+		return psprintf("%s COLLATE %s", MvTypeSql(typid, typmod),
 						MvCollationSql(col->collation));
-	return MvTypeSql(col->typid, col->typmod);
+	return MvTypeSql(typid, typmod);
 }
 
 /*

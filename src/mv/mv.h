@@ -166,6 +166,7 @@ extern char *MvTypeSql(Oid typid, int32 typmod);
 extern void MvSyncStorageOwners(void);
 extern char *MvCollationSql(Oid collid);
 extern char *MvStorageColumnType(MvColumn *col);
+extern char *MvStorageColumnTypeNullable(MvColumn *col);
 
 /* mv_ssi.c */
 extern void MvSsiLockSource(Oid sourceid, Snapshot snap);

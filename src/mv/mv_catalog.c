@@ -594,9 +594,9 @@ MvCollationSql(Oid collid)
 	return name;
 }
 
-/* SQL type of a storage column */
-char *
-MvStorageColumnType(MvColumn *col)
+/* SQL type of a storage column; a domain's base type with base_of_domain */
+static char *
+storage_column_type(MvColumn *col, bool base_of_domain)
 {
 	StringInfoData buf;
 
@@ -605,11 +605,33 @@ MvStorageColumnType(MvColumn *col)
 		appendStringInfoString(&buf, "bytea");
 	else
 	{
-		appendStringInfoString(&buf, MvTypeSql(col->typid, col->typmod));
+		int32		typmod = col->typmod;
+		Oid			typid = base_of_domain ?
+			getBaseTypeAndTypmod(col->typid, &typmod) : col->typid;
+
+		appendStringInfoString(&buf, MvTypeSql(typid, typmod));
 		if (OidIsValid(col->collation) && col->role != MV_COL_COUNT)
 			appendStringInfo(&buf, " COLLATE %s", MvCollationSql(col->collation));
 	}
 	return buf.data;
+}
+
+/* SQL type of a storage column */
+char *
+MvStorageColumnType(MvColumn *col)
+{
+	return storage_column_type(col, false);
+}
+
+/*
+ * The same with a domain's base type in its place, for values that may be
+ * NULL where the source's never are (a row the delta removes): a cast to a
+ * NOT NULL domain refuses them.  The values are the domain's all the same.
+ */
+char *
+MvStorageColumnTypeNullable(MvColumn *col)
+{
+	return storage_column_type(col, true);
 }
 
 /*

@@ -442,9 +442,17 @@ put_rows(MvDeltaRows *rows, List *tuples, ReturnSetInfo *rsinfo, Oid viewid)
 	bool		same = rows->desc->natts == out->natts;
 	int			i;
 
-	/* the values go in as they are: the caller's column list must be theirs */
+	/*
+	 * The values go in as they are: the caller's column list must be theirs
+	 * (a domain's values are its base type's: MvStorageColumnTypeNullable)
+	 */
 	for (i = 0; same && i < out->natts; i++)
-		same = TupleDescAttr(rows->desc, i)->atttypid == TupleDescAttr(out, i)->atttypid;
+	{
+		Oid			have = TupleDescAttr(rows->desc, i)->atttypid;
+		Oid			want = TupleDescAttr(out, i)->atttypid;
+
+		same = have == want || have == getBaseType(want);
+	}
 	if (!same)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),

@@ -633,12 +633,16 @@ MvLastImagesSql(MvDef *def, const char *changelog, const char *cond)
 		MvColumn   *col = lfirst(lc);
 		char	   *expr = MvExprSql(def->sourceid, (Node *) col->expr, "s");
 
-		/* (a CASE of a domain type gives its base type: cast back) */
+		/*
+		 * (a CASE of a domain type gives its base type, which the reader
+		 * takes for the domain, put_rows: a NOT NULL domain would refuse
+		 * the NULLs of removed rows)
+		 */
 		if (col->role == MV_COL_ROWID)
 			appendStringInfo(&sql, "%s, ", expr);
 		else
 			appendStringInfo(&sql, "CASE WHEN %s THEN %s END::%s, ", present, expr,
-							 MvStorageColumnType(col));
+							 MvStorageColumnTypeNullable(col));
 	}
 	appendStringInfo(&sql, "%s AS _mvinc_present FROM %s WHERE s._mvinc_rn = 1",
 					 present, last_images_sql(def, changelog, cond));
