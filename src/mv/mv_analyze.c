@@ -122,6 +122,54 @@ mutable_func_checker(Oid func_id, void *context)
 	return false;
 }
 
+/*
+ * Do equal values of this type (in this collation) always have the same
+ * binary image?  Not numeric (1.0 = 1.00), the floats (0 = -0), interval
+ * (1 mon = 30 days), timetz, jsonb, unbounded bpchar, nondeterministic
+ * collations and the like: a group keyed by such a value shows the
+ * spelling of a row it had, which may be gone while the group stays.
+ */
+static bool
+key_image_stable(Oid typid, int32 typmod, Oid collation)
+{
+	Oid			elem;
+
+	typid = getBaseTypeAndTypmod(typid, &typmod);
+	if (OidIsValid(elem = get_element_type(typid)))
+		return key_image_stable(elem, -1, collation);
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case BOOLOID:
+		case CHAROID:
+		case NAMEOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+		case BYTEAOID:
+		case CASHOID:
+		case MACADDROID:
+		case MACADDR8OID:
+		case INETOID:
+		case CIDROID:
+			return true;
+		case BPCHAROID:
+			if (typmod < 0)
+				return false;
+			/* FALLTHROUGH */
+		case TEXTOID:
+		case VARCHAROID:
+			return !OidIsValid(collation) || get_collation_isdeterministic(collation);
+		default:
+			return type_is_enum(typid);
+	}
+}
+
 /* Walk an expression looking for what incremental views cannot keep */
 static bool
 check_walker(Node *node, CheckCtx *ctx)
@@ -892,6 +940,16 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			col = make_column(MV_COL_GROUP, psprintf("k%d", ++nk), (Node *) tle->expr);
 			col->attnum = tle->resjunk ? 0 : tle->resno;
 			def->columns = lappend(def->columns, col);
+
+			/*
+			 * Retraction keeps a group's stored key: with a key whose equal
+			 * values differ in spelling, a group whose rows of the stored
+			 * spelling go would show one no row has.  Touched groups are
+			 * computed again from the source instead (as with min or max).
+			 */
+			if (!key_image_stable(exprType((Node *) tle->expr), exprTypmod((Node *) tle->expr),
+								  exprCollation((Node *) tle->expr)))
+				def->retractable = false;
 		}
 		/*
 		 * The select list: keys and aggregates first, then expressions over
