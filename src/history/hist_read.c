@@ -15,7 +15,9 @@
  *	  for capture to reach the source's last commit.  Under SERIALIZABLE it
  *	  locks and conflicts as a scan of the source would (mv_ssi.c).  A
  *	  read never waits for or shows the reader's own uncommitted changes:
- *	  they have no commit time yet.
+ *	  they have no commit time yet.  A hot standby refuses the read of a
+ *	  stream-fed view: capture runs on the primary only, so the standby
+ *	  cannot prove the replicated change log holds every commit it sees.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,6 +25,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -279,6 +282,23 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	check_result_type(rsinfo->setDesc, cat->storage_oid);
+
+	/*
+	 * On a hot standby the pending changes cannot be proven complete: the
+	 * change log is written by the primary's capture worker and replicated,
+	 * so a source commit the standby's snapshot sees may not have its
+	 * change-log rows yet, and the standby has no capture position to wait
+	 * for (MvTryWaitForCapture proves nothing there).  The versions exist
+	 * only in the storage and the change log (no live answer, unlike
+	 * incremental views): refuse rather than answer without them.
+	 */
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot read history view \"%s\" on a standby", get_rel_name(viewid)),
+				 errdetail("Its pending changes are captured on the primary; the standby cannot tell whether all changes of \"%s\" its snapshot sees are in the change log.",
+						   get_rel_name(cat->sourceid)),
+				 errhint("Read it on the primary.")));
 	/*
 	 * Values pass through text below: print floats exactly, and times in a
 	 * style that reads back as the same instant (DateStyle 'SQL' prints

@@ -28,6 +28,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -385,6 +386,7 @@ mvinc_history_load(PG_FUNCTION_ARGS)
 	char	   *storage;
 	AclResult	acl;
 
+	PreventCommandDuringRecovery("mvinc.history_load()");
 	if (get_rel_relkind(viewid) != RELKIND_MATVIEW || !MvIsHistoryView(viewid))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
