@@ -26,12 +26,14 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "mvinc.h"
 #include "capture/capture.h"
@@ -311,6 +313,20 @@ MvincRetentionPass(void)
 				SPI_execute_with_args("UPDATE mvinc.tracked SET retained_from = $2 "
 									  "WHERE relid = $1 AND retained_from < $2",
 									  2, argtypes, args, NULL, false, 0);
+
+				/*
+				 * The change log goes with its source's DROP TABLE: lock it
+				 * (after the row above, as before) and skip it if a DROP
+				 * committed since it was named (the DELETE failed the worker)
+				 */
+				LockRelationOid(logid, RowExclusiveLock);
+				if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(logid)))
+				{
+					MvincSpiFinish(spi_nest);
+					PopActiveSnapshot();
+					CommitTransactionCommand();
+					continue;
+				}
 				initStringInfo(&sql);
 				appendStringInfo(&sql,
 								 "DELETE FROM %s WHERE ctid = ANY (ARRAY("
