@@ -115,7 +115,9 @@ HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias)
 /*
  * Do the tracked values of two versions agree?  lfmt and rfmt hold one %s
  * for the quoted column name.  NULLs agree with NULLs; a type without an
- * equality operator is compared by its text.
+ * equality operator is compared by its text; one whose equal values can
+ * be spelled differently by binary image (1.5 to 1.50, '1 mon' to
+ * '30 days' is a change: the current version shows the source's value).
  */
 static char *
 values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
@@ -133,6 +135,15 @@ values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
 
 		if (col->is_key)
 			continue;
+		if (!MvTypeImageStable(col->typid, col->typmod, col->collation))
+		{
+			appendStringInfo(&buf, "%s(ROW(", buf.len ? " AND " : "");
+			appendStringInfo(&buf, lfmt, name);
+			appendStringInfoString(&buf, ")::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(");
+			appendStringInfo(&buf, rfmt, name);
+			appendStringInfoString(&buf, ")::pg_catalog.record)");
+			continue;
+		}
 		tc = lookup_type_cache(col->typid, TYPECACHE_EQ_OPR);
 		has_eq = OidIsValid(tc->eq_opr);
 		appendStringInfo(&buf, "%sNOT ((", buf.len ? " AND " : "");

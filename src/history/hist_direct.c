@@ -224,22 +224,33 @@ end_stream(void)
 	CommandCounterIncrement();
 }
 
-/* Equality of two values as the SQL's IS NOT DISTINCT FROM with "=" (or by text) */
+/*
+ * Equality of two values as the SQL's IS NOT DISTINCT FROM with "=" (or by
+ * text); by binary image for a value column whose equal values can be
+ * spelled differently (hist_apply.c, values_equal_sql)
+ */
 typedef struct ValueEq
 {
 	FmgrInfo	eq;
 	bool		has_eq;
+	bool		by_image;
+	int16		typlen;
+	bool		typbyval;
 	Oid			collation;
 	FmgrInfo	out;
 } ValueEq;
 
 static void
-value_eq_init(ValueEq *e, Oid typid, Oid collation)
+value_eq_init(ValueEq *e, HistColumn *col)
 {
+	Oid			typid = col->typid;
+	Oid			collation = col->collation;
 	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR_FINFO);
 	Oid			outfn;
 	bool		varlena;
 
+	e->by_image = !col->is_key && !MvTypeImageStable(typid, col->typmod, collation);
+	get_typlenbyval(typid, &e->typlen, &e->typbyval);
 	e->has_eq = OidIsValid(tc->eq_opr);
 	if (e->has_eq)
 		fmgr_info(tc->eq_opr_finfo.fn_oid, &e->eq);
@@ -253,6 +264,8 @@ value_eq(ValueEq *e, Datum a, bool anull, Datum b, bool bnull)
 {
 	if (anull || bnull)
 		return anull && bnull;
+	if (e->by_image)
+		return datum_image_eq(a, b, e->typbyval, e->typlen);
 	if (e->has_eq)
 		return DatumGetBool(FunctionCall2Coll(&e->eq, e->collation, a, b));
 	return strcmp(OutputFunctionCall(&e->out, a), OutputFunctionCall(&e->out, b)) == 0;
@@ -579,7 +592,7 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 		return false;
 	}
 
-	/* keys compare as the index does; values as the SQL rule's "=" */
+	/* keys compare as the index does; values as values_equal_sql (hist_apply.c) */
 	r.skeys = palloc0(sizeof(ScanKeyData) * r.nkeys);
 	for (i = 0; i < r.nkeys; i++)
 	{
@@ -602,7 +615,7 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 		HistColumn *col = lfirst(lc);
 
 		if (!col->is_key)
-			value_eq_init(&r.eqs[foreach_current_index(lc)], col->typid, col->collation);
+			value_eq_init(&r.eqs[foreach_current_index(lc)], col);
 	}
 	r.lsn_att = r.ncols + 1;
 	r.time_att = r.ncols + 2;

@@ -132,6 +132,7 @@ extern void MvCheckReplicaIdentity(Oid relid, ReplicaIdentityStmt *ri);
 extern MvDef *MvAnalyzeHistoryQuery(Query *query, const char *viewname);
 extern Query *MvMatviewQuery(Relation rel);
 extern bool MvQueryReadsChildren(Query *query, Oid sourceid);
+extern bool MvTypeImageStable(Oid typid, int32 typmod, Oid collation);
 extern bool MvViewReadsChildren(Oid viewid, Oid sourceid);
 extern void MvRefuseChildrenAfterLock(Oid sourceid, bool reads_children);
 extern void MvCheckOwnerCanRead(Oid viewid);

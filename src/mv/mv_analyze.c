@@ -127,16 +127,17 @@ mutable_func_checker(Oid func_id, void *context)
  * binary image?  Not numeric (1.0 = 1.00), the floats (0 = -0), interval
  * (1 mon = 30 days), timetz, jsonb, unbounded bpchar, nondeterministic
  * collations and the like: a group keyed by such a value shows the
- * spelling of a row it had, which may be gone while the group stays.
+ * spelling of a row it had, which may be gone while the group stays; a
+ * history view's change from one spelling to another is a change.
  */
-static bool
-key_image_stable(Oid typid, int32 typmod, Oid collation)
+bool
+MvTypeImageStable(Oid typid, int32 typmod, Oid collation)
 {
 	Oid			elem;
 
 	typid = getBaseTypeAndTypmod(typid, &typmod);
 	if (OidIsValid(elem = get_element_type(typid)))
-		return key_image_stable(elem, -1, collation);
+		return MvTypeImageStable(elem, -1, collation);
 	switch (typid)
 	{
 		case INT2OID:
@@ -947,7 +948,7 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			 * spelling go would show one no row has.  Touched groups are
 			 * computed again from the source instead (as with min or max).
 			 */
-			if (!key_image_stable(exprType((Node *) tle->expr), exprTypmod((Node *) tle->expr),
+			if (!MvTypeImageStable(exprType((Node *) tle->expr), exprTypmod((Node *) tle->expr),
 								  exprCollation((Node *) tle->expr)))
 				def->retractable = false;
 		}

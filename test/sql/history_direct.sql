@@ -3,7 +3,8 @@
 -- diff, both writing through the executor's simple-relation routines.
 -- Each result is checked against the source (current versions), against
 -- the versions' rules (mvinc.history_check) and by counts of versions.
--- (amount compares as numeric: 1.5 and 1.50 are one value, no version)
+-- (amount compares by its spelling: 1.5 to 1.50 is a version, and the
+-- current versions are compared with the source as text)
 CREATE TABLE hd_src (region text COLLATE "C", id int, amount numeric, spot point,
                      doc jsonb, note text, PRIMARY KEY (region, id));
 INSERT INTO hd_src SELECT 'r' || g % 7, g, g * 1.5, point(g, g), jsonb_build_object('g', g), 'n'
@@ -12,17 +13,17 @@ CREATE MATERIALIZED VIEW hd_h WITH (mvinc.history = true, mvinc.key = 'region, i
   AS SELECT region, id, amount, spot, doc FROM hd_src;
 CREATE FUNCTION hd_diff() RETURNS TABLE (only_view bigint, only_source bigint, problems bigint)
 LANGUAGE sql AS $$
-  SELECT (SELECT count(*) FROM (SELECT region, id, amount, spot::text, doc FROM hd_h
+  SELECT (SELECT count(*) FROM (SELECT region, id, amount::text, spot::text, doc FROM hd_h
                                  WHERE valid_to = 'infinity'
-                                EXCEPT ALL SELECT region, id, amount, spot::text, doc FROM hd_src) a),
-         (SELECT count(*) FROM (SELECT region, id, amount, spot::text, doc FROM hd_src
-                                EXCEPT ALL SELECT region, id, amount, spot::text, doc FROM hd_h
+                                EXCEPT ALL SELECT region, id, amount::text, spot::text, doc FROM hd_src) a),
+         (SELECT count(*) FROM (SELECT region, id, amount::text, spot::text, doc FROM hd_src
+                                EXCEPT ALL SELECT region, id, amount::text, spot::text, doc FROM hd_h
                                  WHERE valid_to = 'infinity') b),
          (SELECT count(*) FROM mvinc.history_check('hd_h')) $$;
 
 -- changes of every kind, several per key, across transactions
 UPDATE hd_src SET amount = amount + 1 WHERE id % 10 = 1;          -- 300 new versions
-UPDATE hd_src SET amount = amount::numeric(10,2) WHERE id % 10 = 2; -- 1.5 = 1.50: no version
+UPDATE hd_src SET amount = amount::numeric(10,2) WHERE id % 10 = 2; -- 1.5 to 1.50: 300 versions
 UPDATE hd_src SET spot = point(id, -id) WHERE id % 10 = 3;        -- point has no "=": compared as text
 UPDATE hd_src SET spot = point(id, -id) WHERE id % 10 = 3;        -- the same text: no version
 UPDATE hd_src SET doc = NULL WHERE id % 10 = 4;                   -- to NULL
@@ -88,18 +89,18 @@ ROLLBACK;
 SELECT * FROM mvinc.history_load('hd_daily', 'hd_day2', '2024-01-02');
 SELECT * FROM mvinc.history_load('hd_daily', 'hd_day2', '2024-01-03');   -- nothing changes
 SELECT count(*) AS differences FROM (
-  (SELECT region, id, amount, spot::text, doc FROM hd_daily WHERE valid_to = 'infinity'
-   EXCEPT ALL SELECT region, id, amount, spot::text, doc FROM hd_day2)
+  (SELECT region, id, amount::text, spot::text, doc FROM hd_daily WHERE valid_to = 'infinity'
+   EXCEPT ALL SELECT region, id, amount::text, spot::text, doc FROM hd_day2)
   UNION ALL
-  (SELECT region, id, amount, spot::text, doc FROM hd_day2
-   EXCEPT ALL SELECT region, id, amount, spot::text, doc FROM hd_daily WHERE valid_to = 'infinity')) d;
+  (SELECT region, id, amount::text, spot::text, doc FROM hd_day2
+   EXCEPT ALL SELECT region, id, amount::text, spot::text, doc FROM hd_daily WHERE valid_to = 'infinity')) d;
 SELECT count(*) AS day1_differences FROM (
-  (SELECT region, id, amount, spot::text, doc FROM mvinc.history_as_of('hd_daily', '2024-01-01 12:00')
+  (SELECT region, id, amount::text, spot::text, doc FROM mvinc.history_as_of('hd_daily', '2024-01-01 12:00')
         AS h(region text, id int, amount numeric, spot point, doc jsonb)
-   EXCEPT ALL SELECT region, id, amount, spot::text, doc FROM hd_day1)
+   EXCEPT ALL SELECT region, id, amount::text, spot::text, doc FROM hd_day1)
   UNION ALL
-  (SELECT region, id, amount, spot::text, doc FROM hd_day1
-   EXCEPT ALL SELECT region, id, amount, spot::text, doc FROM mvinc.history_as_of('hd_daily', '2024-01-01 12:00')
+  (SELECT region, id, amount::text, spot::text, doc FROM hd_day1
+   EXCEPT ALL SELECT region, id, amount::text, spot::text, doc FROM mvinc.history_as_of('hd_daily', '2024-01-01 12:00')
         AS h(region text, id int, amount numeric, spot point, doc jsonb))) d;
 SELECT count(*) AS problems FROM mvinc.history_check('hd_daily');
 SELECT valid_from::date, valid_to::date, count(*) FROM hd_daily GROUP BY 1, 2 ORDER BY 1, 2;
