@@ -161,6 +161,47 @@ BEGIN
 END
 $$;
 
+-- history_as_of finds the interval columns where the storage has them, as
+-- history_check does (a rename of valid_from or valid_to made it read the
+-- wrong column or fail)
+CREATE OR REPLACE FUNCTION mvinc.history_as_of(view regclass, t timestamptz)
+    RETURNS SETOF record
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    cols text;
+    vf   text;
+    vt   text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM mvinc.history_views h WHERE h.view = history_as_of.view) THEN
+        RAISE EXCEPTION '"%" is not a history view', view
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'Create it WITH (mvinc.history = true, mvinc.key = ''...'').';
+    END IF;
+    -- the view's names of the interval: its columns are the storage's, in
+    -- the same places, perhaps renamed since
+    SELECT pg_catalog.max(pg_catalog.quote_ident(va.attname)) FILTER (WHERE sa.attname = 'valid_from'),
+           pg_catalog.max(pg_catalog.quote_ident(va.attname)) FILTER (WHERE sa.attname = 'valid_to')
+      INTO vf, vt
+      FROM mvinc.history_views h
+      JOIN pg_catalog.pg_attribute sa ON sa.attrelid = h.storage
+                                     AND sa.attname IN ('valid_from', 'valid_to')
+      JOIN pg_catalog.pg_attribute va ON va.attrelid = h.view AND va.attnum = sa.attnum
+     WHERE h.view = history_as_of.view;
+    vf := coalesce(vf, 'valid_from');
+    vt := coalesce(vt, 'valid_to');
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum)
+      INTO cols
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = history_as_of.view AND a.attnum > 0 AND NOT a.attisdropped
+       AND pg_catalog.quote_ident(a.attname) NOT IN (vf, vt);
+    RETURN QUERY EXECUTE pg_catalog.format(
+        'SELECT %s FROM %s WHERE %s OPERATOR(pg_catalog.<=) $1 AND $1 OPERATOR(pg_catalog.<) %s',
+        cols, view::text, vf, vt) USING t;
+END
+$$;
+
 -- Row locks and in-place update marks ('x', 'n', 's', 'K', 'c'): the
 -- records of colfile_rowstate that matter only while their transaction runs
 -- or while snapshots older than its commit do. Unlogged: no WAL per locked

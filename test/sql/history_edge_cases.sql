@@ -140,6 +140,14 @@ ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN k TO id;
 ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN valid_from TO since;
 ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN a TO amount;
 SELECT * FROM mvinc.history_check('he_rn_h');
+-- so does history_as_of (it took the columns named valid_from / valid_to:
+-- with the names swapped it read the wrong one, renamed it failed)
+SELECT * FROM mvinc.history_as_of('he_rn_h', now()) AS x(id int, amount int) ORDER BY id;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN valid_to TO valid_from;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN since TO valid_to;
+SELECT * FROM mvinc.history_as_of('he_rn_h', now()) AS x(id int, amount int) ORDER BY id;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN valid_from TO until;
+ALTER MATERIALIZED VIEW he_rn_h RENAME COLUMN valid_to TO since;
 SET mvinc.history_manual_edit = on;
 DO $$ BEGIN
   EXECUTE format('INSERT INTO %s VALUES (2, 5, %L, %L)',
@@ -148,7 +156,7 @@ DO $$ BEGIN
 END $$;
 RESET mvinc.history_manual_edit;
 SELECT key, problem FROM mvinc.history_check('he_rn_h');
-SELECT id, amount FROM he_rn_h WHERE valid_to = 'infinity' ORDER BY id;
+SELECT id, amount FROM he_rn_h WHERE until = 'infinity' ORDER BY id;
 DROP MATERIALIZED VIEW he_rn_h;
 DROP TABLE he_rn;
 
