@@ -230,11 +230,23 @@ capture_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		else if (IsA(parsetree, DropStmt))
 			dropping_mvinc = is_drop_of_mvinc((DropStmt *) parsetree);
 		else if (IsA(parsetree, RenameStmt) &&
-				 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
-				 ((RenameStmt *) parsetree)->relationType == OBJECT_TABLE)
+				 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
 		{
+			/*
+			 * ALTER VIEW, MATERIALIZED VIEW and FOREIGN TABLE ... RENAME
+			 * COLUMN rename a table's column too (PostgreSQL accepts any
+			 * relation there): missed, the change log kept the old name and
+			 * its next sync took the column for dropped and added, its
+			 * pending values NULL in the views
+			 */
 			renamed = (RenameStmt *) parsetree;
 			altered = RangeVarGetRelid(renamed->relation, NoLock, true);
+			if (OidIsValid(altered) && get_rel_relkind(altered) != RELKIND_RELATION &&
+				get_rel_relkind(altered) != RELKIND_PARTITIONED_TABLE)
+			{
+				renamed = NULL;
+				altered = InvalidOid;
+			}
 		}
 	}
 
