@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
@@ -540,6 +541,76 @@ has_primary_key(Oid relid)
 	return result;
 }
 
+/*
+ * The types of the columns of a primary key that ALTER TABLE ... ADD
+ * PRIMARY KEY (or ... USING INDEX) would give relid, in key order; NIL
+ * when they cannot be told (a column added by the same statement)
+ */
+static List *
+new_primary_key_types(Oid relid, Constraint *con)
+{
+	List	   *types = NIL;
+	ListCell   *lc;
+
+	if (con->indexname != NULL)
+	{
+		Oid			index = get_relname_relid(con->indexname, get_rel_namespace(relid));
+		Relation	irel;
+
+		if (!OidIsValid(index))
+			return NIL;
+		irel = index_open(index, AccessShareLock);
+		for (int i = 0; i < irel->rd_index->indnkeyatts; i++)
+		{
+			AttrNumber	attnum = irel->rd_index->indkey.values[i];
+
+			if (attnum <= 0)
+			{
+				index_close(irel, AccessShareLock);
+				return NIL;
+			}
+			types = lappend_oid(types, get_atttype(relid, attnum));
+		}
+		index_close(irel, AccessShareLock);
+		return types;
+	}
+	foreach(lc, con->keys)
+	{
+		AttrNumber	attnum = get_attnum(relid, strVal(lfirst(lc)));
+
+		if (attnum == InvalidAttrNumber)
+			return NIL;
+		types = lappend_oid(types, get_atttype(relid, attnum));
+	}
+	return types;
+}
+
+/*
+ * Does a projection view's storage identify rows by a key of these types
+ * (its hidden row identity columns, made at CREATE from the primary key)?
+ */
+static bool
+storage_key_fits(Oid storage_oid, List *types)
+{
+	Relation	rel = relation_open(storage_oid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			n = 0;
+	bool		fits = true;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || strncmp(NameStr(att->attname), "_mvinc_id", 9) != 0)
+			continue;
+		if (n >= list_length(types) || list_nth_oid(types, n) != att->atttypid)
+			fits = false;
+		n++;
+	}
+	relation_close(rel, AccessShareLock);
+	return fits && n == list_length(types);
+}
+
 /* Is column attname of relid one of its primary key's columns? */
 static bool
 in_primary_key(Oid relid, const char *attname)
@@ -607,7 +678,7 @@ refuse_source_alter(AlterTableStmt *stmt)
 
 		if (t == AT_EnableRowSecurity || t == AT_ForceRowSecurity ||
 			t == AT_SetAccessMethod || t == AT_SetUnLogged || t == AT_ReplicaIdentity ||
-			t == AT_AlterColumnType)
+			t == AT_AlterColumnType || t == AT_AddConstraint)
 			refusable = true;
 	}
 	if (!refusable)
@@ -693,6 +764,43 @@ refuse_source_alter(AlterTableStmt *stmt)
 								   list_length(views) > 1 ? "identify" : "identifies",
 								   list_length(views) > 1 ? "each" : "it"),
 						 errhint("Drop the %s, change the column, and create the %s again.",
+								 list_length(views) > 1 ? "views" : "view",
+								 list_length(views) > 1 ? "views" : "view")));
+			continue;
+		}
+		if (cmd->subtype == AT_AddConstraint && IsA(cmd->def, Constraint) &&
+			((Constraint *) cmd->def)->contype == CONSTR_PRIMARY)
+		{
+			/*
+			 * A new primary key (after the old one was dropped) must fit the
+			 * hidden columns by which projection views identify their rows
+			 * (made at CREATE): one of other types or another number of
+			 * columns left them unreadable and unrefreshable for good.
+			 */
+			List	   *types = new_primary_key_types(relid, (Constraint *) cmd->def);
+			List	   *views = NIL;
+			ListCell   *lv;
+
+			if (types == NIL)
+				continue;
+			foreach(lv, MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST))
+			{
+				MvCatalog  *cat = MvCatalogLookup(lfirst_oid(lv), MV_LOOKUP_LATEST);
+
+				if (cat != NULL && cat->kind == MV_KIND_PROJECTION &&
+					OidIsValid(cat->storage_oid) && !storage_key_fits(cat->storage_oid, types))
+					views = lappend_oid(views, lfirst_oid(lv));
+			}
+			if (views != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot add this primary key to table \"%s\"", relname),
+						 errdetail("Incremental materialized %s %s %s the rows %s stores by a primary key of other columns or types, made when %s created.",
+								   list_length(views) > 1 ? "views" : "view", view_names(views),
+								   list_length(views) > 1 ? "identify" : "identifies",
+								   list_length(views) > 1 ? "each" : "it",
+								   list_length(views) > 1 ? "they were" : "it was"),
+						 errhint("Add a primary key of as many columns of the same types, or drop the %s, change the key, and create the %s again.",
 								 list_length(views) > 1 ? "views" : "view",
 								 list_length(views) > 1 ? "views" : "view")));
 			continue;
