@@ -842,7 +842,9 @@ refuse_source_alter(AlterTableStmt *stmt)
 		}
 		if (msg != NULL)
 		{
-			List	   *views = MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST);
+			/* (history views too: the latest snapshot is the active one here) */
+			List	   *views = list_concat(MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST),
+											HistViewsOfSource(relid));
 			char	   *qualified =
 				quote_literal_cstr(quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 															  relname));
@@ -851,7 +853,7 @@ refuse_source_alter(AlterTableStmt *stmt)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("%s", msg),
-						 errdetail("The table's changes are captured from the WAL for incremental materialized %s %s; %s.",
+						 errdetail("The table's changes are captured from the WAL for materialized %s %s; %s.",
 								   list_length(views) > 1 ? "views" : "view", view_names(views), why),
 						 errhint("Drop the %s and call mvinc.untrack(%s) first.",
 								 list_length(views) > 1 ? "views" : "view", qualified)));
