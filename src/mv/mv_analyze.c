@@ -128,7 +128,8 @@ mutable_func_checker(Oid func_id, void *context)
  * (1 mon = 30 days), timetz, jsonb, unbounded bpchar, nondeterministic
  * collations and the like: a group keyed by such a value shows the
  * spelling of a row it had, which may be gone while the group stays; a
- * history view's change from one spelling to another is a change.
+ * history view's change from one spelling to another is a change; the
+ * rewrite cannot take a condition on a group's key to hold for its rows.
  */
 bool
 MvTypeImageStable(Oid typid, int32 typmod, Oid collation)
@@ -136,8 +137,9 @@ MvTypeImageStable(Oid typid, int32 typmod, Oid collation)
 	Oid			elem;
 
 	typid = getBaseTypeAndTypmod(typid, &typmod);
+	/* (an array's typmod is its elements') */
 	if (OidIsValid(elem = get_element_type(typid)))
-		return MvTypeImageStable(elem, -1, collation);
+		return MvTypeImageStable(elem, typmod, collation);
 	switch (typid)
 	{
 		case INT2OID:
@@ -159,6 +161,9 @@ MvTypeImageStable(Oid typid, int32 typmod, Oid collation)
 		case INETOID:
 		case CIDROID:
 			return true;
+		case NUMERICOID:
+			/* numeric(p, s): every value has scale s, so 1.0 and 1.00 cannot both be */
+			return typmod >= 0;
 		case BPCHAROID:
 			if (typmod < 0)
 				return false;

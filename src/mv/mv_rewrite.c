@@ -153,44 +153,6 @@ conjuncts(Node *qual)
 	return list_make1(qual);
 }
 
-/*
- * Does equality of the type mean identity, so that a condition on a
- * group's key value holds for every row of the group?
- */
-static bool
-identity_equality(Oid typid, int32 typmod, Oid collid)
-{
-	Oid			elem;
-
-	typid = getBaseTypeAndTypmod(typid, &typmod);
-	elem = get_element_type(typid);
-	if (OidIsValid(elem))
-		return identity_equality(elem, typmod, collid);
-	switch (typid)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case BOOLOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case UUIDOID:
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-		case NAMEOID:
-			return !OidIsValid(collid) || get_collation_isdeterministic(collid);
-		case NUMERICOID:
-			/* numeric(p, s): every value has scale s, so 1.0 and 1.00 cannot both be */
-			return typmod >= 0;
-		default:
-			return type_is_enum(typid);
-	}
-}
-
 /* A Var reading view column attnum */
 static Node *
 view_var(Match *m, AttrNumber attnum)
@@ -244,7 +206,7 @@ picks_among_equals(Aggref *agg)
 	/* the argument's typmod: min of a numeric(p, s) column is of scale s */
 	arg = list_length(agg->args) == 1 ?
 		(Node *) ((TargetEntry *) linitial(agg->args))->expr : NULL;
-	return !identity_equality(agg->aggtype, arg ? exprTypmod(arg) : -1, agg->aggcollid);
+	return !MvTypeImageStable(agg->aggtype, arg ? exprTypmod(arg) : -1, agg->aggcollid);
 }
 
 /* A plain aggregate call fn(arg) returning restype, collations assigned */
@@ -486,7 +448,7 @@ map_mutator(Node *node, MapCtx *ctx)
 		 * test, compute with it) only when equal values are identical,
 		 * else it could tell apart rows the view grouped together
 		 */
-		if (!identity_equality(att->atttypid, att->atttypmod, att->attcollation))
+		if (!MvTypeImageStable(att->atttypid, att->atttypmod, att->attcollation))
 			return fail(ctx, psprintf("it uses group key \"%s\" of type %s, whose equal values can differ",
 									  NameStr(att->attname), format_type_be(att->atttypid)));
 		return view_var(m, lfirst_int(la));
@@ -903,7 +865,7 @@ match_view(Query *q, Index srcrti, Bitmapset *qcols, Oid viewid, Match *m)
 	shape = NULL;				/* may be freed from here on */
 	m->keys_identity = true;
 	foreach(lc, m->keys)
-		if (!identity_equality(exprType(lfirst(lc)), exprTypmod(lfirst(lc)),
+		if (!MvTypeImageStable(exprType(lfirst(lc)), exprTypmod(lfirst(lc)),
 							   exprCollation(lfirst(lc))))
 			m->keys_identity = false;
 
