@@ -611,6 +611,30 @@ storage_key_fits(Oid storage_oid, List *types)
 	return fits && n == list_length(types);
 }
 
+/*
+ * The projection views of source relid (latest snapshot); with key_types,
+ * only those whose storage a primary key of these types does not fit
+ */
+static List *
+projection_views_of(Oid relid, List *key_types)
+{
+	List	   *views = NIL;
+	ListCell   *lv;
+
+	foreach(lv, MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST))
+	{
+		MvCatalog  *cat = MvCatalogLookup(lfirst_oid(lv), MV_LOOKUP_LATEST);
+
+		if (cat == NULL || cat->kind != MV_KIND_PROJECTION)
+			continue;
+		if (key_types != NIL &&
+			(!OidIsValid(cat->storage_oid) || storage_key_fits(cat->storage_oid, key_types)))
+			continue;
+		views = lappend_oid(views, lfirst_oid(lv));
+	}
+	return views;
+}
+
 /* Is column attname of relid one of its primary key's columns? */
 static bool
 in_primary_key(Oid relid, const char *attname)
@@ -742,18 +766,11 @@ refuse_source_alter(AlterTableStmt *stmt)
 			 * would no longer fit them (values out of range, or equal
 			 * after the cast, and every refresh fails).
 			 */
-			List	   *views = NIL;
-			ListCell   *lv;
+			List	   *views;
 
 			if (!in_primary_key(relid, cmd->name))
 				continue;
-			foreach(lv, MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST))
-			{
-				MvCatalog  *cat = MvCatalogLookup(lfirst_oid(lv), MV_LOOKUP_LATEST);
-
-				if (cat != NULL && cat->kind == MV_KIND_PROJECTION)
-					views = lappend_oid(views, lfirst_oid(lv));
-			}
+			views = projection_views_of(relid, NIL);
 			if (views != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -778,19 +795,11 @@ refuse_source_alter(AlterTableStmt *stmt)
 			 * columns left them unreadable and unrefreshable for good.
 			 */
 			List	   *types = new_primary_key_types(relid, (Constraint *) cmd->def);
-			List	   *views = NIL;
-			ListCell   *lv;
+			List	   *views;
 
 			if (types == NIL)
 				continue;
-			foreach(lv, MvViewsOfSourceIn(relid, MV_LOOKUP_LATEST))
-			{
-				MvCatalog  *cat = MvCatalogLookup(lfirst_oid(lv), MV_LOOKUP_LATEST);
-
-				if (cat != NULL && cat->kind == MV_KIND_PROJECTION &&
-					OidIsValid(cat->storage_oid) && !storage_key_fits(cat->storage_oid, types))
-					views = lappend_oid(views, lfirst_oid(lv));
-			}
+			views = projection_views_of(relid, types);
 			if (views != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
