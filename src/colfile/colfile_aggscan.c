@@ -815,6 +815,61 @@ fold_column(AggAccum *a, const ColfileDecoded *d, int nrows, const bool *skip)
 	a->count += count;
 }
 
+/*
+ * Can a's state take a row back?  Integer sums and counts can, exactly: a
+ * group with a few rows to skip is folded whole by the loop that tests no
+ * bitmap, then those rows are taken back (int64 and int128 sums of one
+ * group cannot overflow where the sum without them does not).
+ */
+static bool
+retractable_kind(AggKind kind)
+{
+	return kind == AK_COUNT || kind == AK_SUM_INT || kind == AK_AVG_INT ||
+		kind == AK_SUM_INT8 || kind == AK_AVG_INT8;
+}
+
+/* Take back from a the non-null values of the rows marked in skip (a bitmap) */
+static void
+unfold_skipped(AggAccum *a, const ColfileDecoded *d, int nrows, const uint8 *skip)
+{
+	int			nbytes = (nrows + 7) / 8;
+	int64		count = a->count;
+	int64		isum = a->isum;
+#ifdef HAVE_INT128
+	int128		bigsum = a->bigsum;
+#endif
+
+	/* eight bytes of the bitmap at a time: most are zero */
+	for (int byte = 0; byte < nbytes; byte += 8)
+	{
+		uint64		bits = 0;
+
+		for (int k = 0; k < Min(8, nbytes - byte); k++)
+			bits |= (uint64) skip[byte + k] << (8 * k);
+		while (bits != 0)
+		{
+			int			pos = byte * 8 + pg_rightmost_one_pos64(bits);
+
+			bits &= bits - 1;
+			if (pos >= nrows || d->isnull[pos])
+				continue;
+			count--;
+			if (a->kind == AK_SUM_INT || a->kind == AK_AVG_INT)
+				isum -= a->argtype == INT2OID ?
+					DatumGetInt16(d->values[pos]) : DatumGetInt32(d->values[pos]);
+#ifdef HAVE_INT128
+			else if (a->kind == AK_SUM_INT8 || a->kind == AK_AVG_INT8)
+				bigsum -= (int128) DatumGetInt64(d->values[pos]);
+#endif
+		}
+	}
+	a->count = count;
+	a->isum = isum;
+#ifdef HAVE_INT128
+	a->bigsum = bigsum;
+#endif
+}
+
 /* Mark in skip the rows of a group that condition c refuses */
 static void
 apply_cond(AggCond *c, const ColfileDecoded *d, int nrows, uint8 *skip)
@@ -1013,6 +1068,8 @@ compute_aggregates(AggScanState *st)
 	int			skip_rows_len = 0;
 	int64		visible_rows = 0;
 	bool		keys_changed = false;
+	bool		retract;
+	bool		needs_bools;
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 
 	for (int i = 0; i < st->naggs; i++)
@@ -1112,8 +1169,15 @@ compute_aggregates(AggScanState *st)
 			nvisible = count_unskipped(skip, nrows);
 		if (!(per_row || st->nconds > 0))
 			visible_rows += nvisible;
+		/* few rows to skip: folded whole and taken back where the state allows */
+		retract = skip != NULL && nvisible > 0 && (nrows - nvisible) * 8 <= nrows;
+		needs_bools = false;
+		for (int i = 0; i < st->naggs; i++)
+			if (st->accums[i].kind != AK_COUNT_STAR &&
+				!(retract && retractable_kind(st->accums[i].kind)))
+				needs_bools = true;
 		/* the bitmap as a bool per row, once per group: the folds test a byte */
-		if (skip != NULL && nvisible > 0 && nvisible < nrows)
+		if (needs_bools && skip != NULL && nvisible > 0 && nvisible < nrows)
 		{
 			if (skip_rows_len < nrows)
 			{
@@ -1129,6 +1193,14 @@ compute_aggregates(AggScanState *st)
 
 			if (a->kind == AK_COUNT_STAR)
 				a->count += nvisible;
+			else if (nvisible > 0 && nvisible < nrows && retract &&
+					 retractable_kind(a->kind))
+			{
+				const ColfileDecoded *d = ColfileGroupColumn(rel, gc, a->col, desc);
+
+				fold_column(a, d, nrows, NULL);
+				unfold_skipped(a, d, nrows, skip);
+			}
 			else if (nvisible > 0)
 				fold_column(a, ColfileGroupColumn(rel, gc, a->col, desc), nrows,
 							nvisible < nrows ? skip_rows : NULL);
