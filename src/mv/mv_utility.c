@@ -232,12 +232,64 @@ take_mvinc_options(PlannedStmt **pstmt)
  * (and mvinc itself, which acts as one) may add or change them.
  */
 static void
+refuse_if_mvinc_table(RangeVar *rv, const char *what)
+{
+	Oid			relid;
+
+	if (rv == NULL)
+		return;
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	if (!OidIsValid(relid) || get_rel_namespace(relid) != MvincSchemaOid())
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot %s \"mvinc.%s\"", what, get_rel_name(relid)),
+			 errdetail("mvinc writes the tables of its schema with its own rights; code attached to them would run with those rights."),
+			 errhint("Only a superuser may change them.")));
+}
+
+/*
+ * The same for a table of the user's own that would take part in writes
+ * of a table of schema mvinc: a child by inheritance (statements on the
+ * parent reach it, its triggers fire), or a partitioned table of which the
+ * mvinc table would become a partition (its row triggers are cloned onto
+ * the partition).
+ */
+static void
+refuse_mvinc_relatives(Node *parsetree)
+{
+	ListCell   *lc;
+
+	if (IsA(parsetree, CreateStmt) || IsA(parsetree, CreateForeignTableStmt))
+	{
+		/* (CreateForeignTableStmt begins with a CreateStmt) */
+		foreach(lc, ((CreateStmt *) parsetree)->inhRelations)
+			refuse_if_mvinc_table(lfirst_node(RangeVar, lc), "inherit from");
+	}
+	else if (IsA(parsetree, AlterTableStmt))
+	{
+		foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+			if (cmd->subtype == AT_AddInherit)
+				refuse_if_mvinc_table((RangeVar *) cmd->def, "inherit from");
+			else if (cmd->subtype == AT_AttachPartition)
+				refuse_if_mvinc_table(((PartitionCmd *) cmd->def)->name,
+									  "attach as a partition");
+		}
+	}
+}
+
+static void
 refuse_mvinc_table_ddl(Node *parsetree)
 {
 	RangeVar   *rv = NULL;
 	const char *what = NULL;
-	Oid			relid;
 
+	if (superuser() || !MvincExtensionReady())
+		return;
+	refuse_mvinc_relatives(parsetree);
 	switch (nodeTag(parsetree))
 	{
 		case T_CreateTrigStmt:
@@ -269,16 +321,7 @@ refuse_mvinc_table_ddl(Node *parsetree)
 		default:
 			return;
 	}
-	if (rv == NULL || superuser() || !MvincExtensionReady())
-		return;
-	relid = RangeVarGetRelid(rv, NoLock, true);
-	if (!OidIsValid(relid) || get_rel_namespace(relid) != MvincSchemaOid())
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("cannot %s \"mvinc.%s\"", what, get_rel_name(relid)),
-			 errdetail("mvinc writes the tables of its schema with its own rights; code attached to them would run with those rights."),
-			 errhint("Only a superuser may change them.")));
+	refuse_if_mvinc_table(rv, what);
 }
 
 /*

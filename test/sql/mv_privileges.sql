@@ -126,6 +126,17 @@ SELECT p_try(format(c, :'p_storage')) FROM unnest(ARRAY[
   'CREATE STATISTICS p_st ON k1, _mvinc_count FROM mvinc.%I',
   'ALTER TABLE mvinc.%I ADD COLUMN extra int DEFAULT 0',
   'ALTER TABLE mvinc.%I OWNER TO p_reader']) c;
+-- nor a table of the owner's that writes of the storage would reach: a
+-- child by inheritance (its triggers fire), a partitioned parent (its row
+-- triggers are cloned onto a new partition)
+CREATE TABLE p_like (LIKE p_own_src);
+CREATE TABLE p_parted (LIKE p_own_src) PARTITION BY LIST (g);
+SELECT p_try(format(c, :'p_storage')) FROM unnest(ARRAY[
+  'CREATE TABLE p_kid () INHERITS (mvinc.%I)',
+  'CREATE TABLE p_kid () INHERITS (p_like, mvinc.%I_append)',
+  'ALTER TABLE p_like INHERIT mvinc.%I',
+  'ALTER TABLE p_parted ATTACH PARTITION mvinc.%I DEFAULT']) c;
+DROP TABLE p_like, p_parted;
 DROP FUNCTION p_try(text);
 DROP FUNCTION p_own_trig();
 DROP MATERIALIZED VIEW p_own;
