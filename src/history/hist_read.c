@@ -49,13 +49,14 @@ PG_FUNCTION_INFO_V1(mvinc_history_pending);
 #define HIST_READ_WAIT_MS 10000
 
 /*
- * The read query of a history view, or NULL without storage.  Column
+ * The read query of a history view, or NULL without storage; *reads_changes
+ * tells whether it shows the source's changes since the last refresh.  Column
  * names and types are the storage's (by position: the view's names may
  * have been renamed since).  A plan made before a view's first load reads
  * pending changes too (there are none); one made after reads the storage.
  */
 char *
-HistReadSql(Oid viewid)
+HistReadSql(Oid viewid, bool *reads_changes)
 {
 	HistCatalog *cat = HistCatalogLookup(viewid, false);
 	Relation	rel;
@@ -68,11 +69,13 @@ HistReadSql(Oid viewid)
 	ListCell   *lc;
 	int			i;
 
+	*reads_changes = false;
 	if (cat == NULL || !OidIsValid(cat->storage_oid))
 		return NULL;
 	/* a snapshot-fed view has no change stream, and never will have */
 	if (cat->feed && strcmp(cat->feed, "snapshot") == 0)
 		return psprintf("SELECT * FROM %s", HistStorageSql(cat));
+	*reads_changes = true;
 	rel = relation_open(cat->storage_oid, AccessShareLock);
 	desc = RelationGetDescr(rel);
 	initStringInfo(&cols);

@@ -101,7 +101,7 @@ extern void HistCatalogSetFeed(Oid viewid, const char *feed);
 extern bool HistIsStorageTable(Oid relid);
 extern char *HistStorageSql(HistCatalog *cat);
 extern char *HistConsumerName(Oid viewid);
-extern char *HistReadSql(Oid viewid);
+extern char *HistReadSql(Oid viewid, bool *reads_changes);
 extern void HistSetRetention(Oid viewid, const char *retention);
 
 /* hist_apply.c */

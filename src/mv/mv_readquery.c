@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 
+#include "access/relation.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_class.h"
@@ -28,6 +29,7 @@
 #include "catalog/heap.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -474,14 +476,44 @@ MvRelOwner(Oid relid)
 }
 
 /*
+ * Append to q, unreferenced, the relations the view's defining query
+ * reads, with that query's rights checks (its owner's, the columns it
+ * reads): a read showing changes of the source made since the last
+ * refresh requires what a refresh requires.  (Incremental views' read
+ * queries hold the defining query itself.)
+ */
+static void
+append_definition_perms(Query *q, Oid viewid)
+{
+	Relation	rel = relation_open(viewid, AccessShareLock);
+	ListCell   *lc;
+
+	foreach(lc, MvMatviewQuery(rel)->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind != RTE_RELATION || rte->requiredPerms == 0)
+			continue;
+		LockRelationOid(rte->relid, rte->rellockmode);
+		rte = copyObject(rte);
+		rte->inFromCl = false;
+		rte->inh = false;
+		q->rtable = lappend(q->rtable, rte);
+	}
+	relation_close(rel, NoLock);
+}
+
+/*
  * The read query of a history view: its storage, read as the view's
- * owner, with the view's own entry kept for the reader's rights check.
- * NULL when the view has no storage (restored, not adopted yet).
+ * owner, with the view's own entry kept for the reader's rights check and,
+ * unless it is fed by snapshots, the source's for the owner's.  NULL when
+ * the view has no storage (restored, not adopted yet).
  */
 Query *
 MvHistoryReadQuery(Oid viewid, RangeTblEntry *orig)
 {
-	char	   *sql = HistReadSql(viewid);
+	bool		reads_changes;
+	char	   *sql = HistReadSql(viewid, &reads_changes);
 	Oid			owner = MvRelOwner(viewid);
 	Query	   *q;
 	RangeTblEntry *placeholder;
@@ -494,5 +526,7 @@ MvHistoryReadQuery(Oid viewid, RangeTblEntry *orig)
 	placeholder = copyObject(orig);
 	placeholder->inFromCl = false;
 	q->rtable = lappend(q->rtable, placeholder);
+	if (reads_changes)
+		append_definition_perms(q, viewid);
 	return q;
 }

@@ -263,9 +263,24 @@ SELECT count(*) FROM mvinc._history_pending('hb_h'::regclass)
 ALTER MATERIALIZED VIEW hb_h OWNER TO hb_reader;
 SELECT pg_get_userbyid(relowner) AS storage_owner FROM pg_class
  WHERE oid = (SELECT storage_oid FROM mvinc.history_view WHERE view = 'hb_h'::regclass);
+-- a read applies the source's changes since the last refresh: its owner
+-- must be allowed to read the source, as for a refresh (and for reads of
+-- incremental views)
+SET ROLE hb_reader;
+SELECT user_id, user_level FROM hb_h WHERE valid_to = 'infinity' ORDER BY 1;
+REFRESH MATERIALIZED VIEW hb_h;
+RESET ROLE;
+GRANT SELECT (user_id, user_level, name) ON hb_users TO hb_reader;
 SET ROLE hb_reader;
 SELECT user_id, user_level FROM hb_h WHERE valid_to = 'infinity' ORDER BY 1;
 RESET ROLE;
+REVOKE SELECT (user_level) ON hb_users FROM hb_reader;
+GRANT SELECT ON hb_h TO hb_other;
+SET ROLE hb_other;
+SELECT user_id, user_level FROM hb_h WHERE valid_to = 'infinity' ORDER BY 1;
+RESET ROLE;
+REVOKE ALL ON hb_users FROM hb_reader;
+REVOKE SELECT ON hb_h FROM hb_other;
 ALTER MATERIALIZED VIEW hb_h OWNER TO CURRENT_USER;
 -- row-level security on the source of a history view is refused
 ALTER TABLE hb_users ENABLE ROW LEVEL SECURITY;
