@@ -118,6 +118,8 @@ HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias)
  * equality operator is compared by its text; one whose equal values can
  * be spelled differently by binary image (1.5 to 1.50, '1 mon' to
  * '30 days' is a change: the current version shows the source's value).
+ * Keys (matched by equality already) are compared by image too when they
+ * can be spelled differently: a key updated from 2 to 2.00 makes a version.
  */
 static char *
 values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
@@ -133,8 +135,6 @@ values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
 		TypeCacheEntry *tc;
 		bool		has_eq;
 
-		if (col->is_key)
-			continue;
 		if (!MvTypeImageStable(col->typid, col->typmod, col->collation))
 		{
 			appendStringInfo(&buf, "%s(ROW(", buf.len ? " AND " : "");
@@ -144,6 +144,8 @@ values_equal_sql(HistDef *def, const char *lfmt, const char *rfmt)
 			appendStringInfoString(&buf, ")::pg_catalog.record)");
 			continue;
 		}
+		if (col->is_key)
+			continue;
 		tc = lookup_type_cache(col->typid, TYPECACHE_EQ_OPR);
 		has_eq = OidIsValid(tc->eq_opr);
 		appendStringInfo(&buf, "%sNOT ((", buf.len ? " AND " : "");

@@ -234,6 +234,8 @@ typedef struct ValueEq
 	FmgrInfo	eq;
 	bool		has_eq;
 	bool		by_image;
+	bool		key_image;		/* a key whose equal values can be spelled
+								 * differently: a new spelling is a change */
 	int16		typlen;
 	bool		typbyval;
 	Oid			collation;
@@ -532,6 +534,9 @@ events_receive(TupleTableSlot *slot, DestReceiver *self)
 			if (!r->is_key[i])
 				kept = !value_eq(&r->eqs[i], r->last_values[i], r->last_nulls[i],
 								 values[i], nulls[i]);
+			else if (r->eqs[i].key_image)
+				kept = !datum_image_eq(r->last_values[i], values[i],
+									   r->eqs[i].typbyval, r->eqs[i].typlen);
 	}
 	if (kept)
 	{
@@ -614,8 +619,15 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 	{
 		HistColumn *col = lfirst(lc);
 
+		ValueEq    *e = &r.eqs[foreach_current_index(lc)];
+
 		if (!col->is_key)
-			value_eq_init(&r.eqs[foreach_current_index(lc)], col);
+			value_eq_init(e, col);
+		else if (!MvTypeImageStable(col->typid, col->typmod, col->collation))
+		{
+			e->key_image = true;
+			get_typlenbyval(col->typid, &e->typlen, &e->typbyval);
+		}
 	}
 	r.lsn_att = r.ncols + 1;
 	r.time_att = r.ncols + 2;

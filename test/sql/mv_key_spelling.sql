@@ -64,6 +64,48 @@ UPDATE ks_plan SET period = '30 days' WHERE k = 1;
 SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
 REFRESH MATERIALIZED VIEW ks_hist;
 SELECT ks_hdiff() AS differing, (SELECT count(*) FROM ks_hist) AS versions;
-DROP TABLE ks_src, ks_plan CASCADE;
+-- the key itself respelled (2 -> 2.00; deleted and inserted again as
+-- 3.000 in one transaction): a version too, through the change stream
+-- (pending, refreshed, and by the set-based rule after a TRUNCATE) and
+-- through snapshot loads
+CREATE TABLE ks_hk (n numeric PRIMARY KEY, v int);
+INSERT INTO ks_hk VALUES (2, 1), (3, 1), (4, 1);
+CREATE MATERIALIZED VIEW ks_hkh WITH (mvinc.history = true, mvinc.key = 'n') AS SELECT n, v FROM ks_hk;
+CREATE FUNCTION ks_hkdiff() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM (
+    (SELECT (n, v)::text FROM ks_hkh WHERE valid_to = 'infinity' EXCEPT ALL SELECT (n, v)::text FROM ks_hk)
+    UNION ALL (SELECT (n, v)::text FROM ks_hk EXCEPT ALL SELECT (n, v)::text FROM ks_hkh WHERE valid_to = 'infinity')) x
+$$;
+UPDATE ks_hk SET n = 2.00 WHERE n = 2;
+BEGIN;
+DELETE FROM ks_hk WHERE n = 3;
+INSERT INTO ks_hk VALUES (3.000, 1);
+COMMIT;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT ks_hkdiff() AS pending_differing, (SELECT count(*) FROM ks_hkh) AS versions;
+REFRESH MATERIALIZED VIEW ks_hkh;
+SELECT ks_hkdiff() AS refreshed_differing, (SELECT count(*) FROM ks_hkh) AS versions;
+BEGIN;
+TRUNCATE ks_hk;
+INSERT INTO ks_hk VALUES (2.0, 1), (3.000, 1), (4.0, 1);
+COMMIT;
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT ks_hkdiff() AS pending_differing, (SELECT count(*) FROM ks_hkh) AS versions;
+REFRESH MATERIALIZED VIEW ks_hkh;
+SELECT ks_hkdiff() AS refreshed_differing, (SELECT count(*) FROM ks_hkh) AS versions;
+SELECT count(*) AS problems FROM mvinc.history_check('ks_hkh');
+CREATE TABLE ks_day1 (n numeric, v int);
+CREATE TABLE ks_day2 (n numeric, v int);
+INSERT INTO ks_day1 VALUES (2, 1), (3.0, 5);
+INSERT INTO ks_day2 VALUES (2.00, 1), (3.0, 5);
+CREATE MATERIALIZED VIEW ks_hkl WITH (mvinc.history = true, mvinc.key = 'n') AS SELECT n, v FROM ks_hk WITH NO DATA;
+SELECT * FROM mvinc.history_load('ks_hkl', snapshot => 'ks_day1', as_of => '2024-01-01');
+SELECT * FROM mvinc.history_load('ks_hkl', snapshot => 'ks_day2', as_of => '2024-01-02');
+-- and a late load: the set-based rule
+SELECT * FROM mvinc.history_load('ks_hkl', snapshot => 'ks_day1', as_of => '2023-12-31');
+SELECT n::text, v, valid_from, valid_to FROM ks_hkl ORDER BY n, valid_from;
+SELECT count(*) AS problems FROM mvinc.history_check('ks_hkl');
+DROP TABLE ks_src, ks_plan, ks_hk, ks_day1, ks_day2 CASCADE;
 DROP FUNCTION ks_diff();
 DROP FUNCTION ks_hdiff();
+DROP FUNCTION ks_hkdiff();
