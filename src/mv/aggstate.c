@@ -82,6 +82,20 @@ same_initval(HeapTuple tup, AttrNumber a, AttrNumber b)
 }
 
 /*
+ * Is this mvinc's deserialization function of agg_state and agg_merge?
+ * Their states name an aggregate and its argument types: taken from a
+ * caller, they would reach any aggregate's functions with any types.
+ */
+static bool
+is_own_state_deserialfn(Oid fnoid)
+{
+	FmgrInfo	flinfo;
+
+	fmgr_info(fnoid, &flinfo);
+	return flinfo.fn_addr == mvinc_agg_state_deserialize;
+}
+
+/*
  * Classify an aggregate.  For an unsupported one, *detail and *hint say
  * why and what to do; for a mergeable one, *detail says why its inputs
  * cannot be retracted.  Both NULL for a retractable one.
@@ -137,6 +151,12 @@ MvincAggGetKind(Oid aggfnoid, const char **detail, const char **hint)
 	{
 		d = _("Its transition type is internal and it has no serialization and deserialization functions.");
 		h = _("Define the aggregate with SERIALFUNC and DESERIALFUNC.");
+	}
+	else if (OidIsValid(agg->aggdeserialfn) &&
+			 is_own_state_deserialfn(agg->aggdeserialfn))
+	{
+		d = _("It is one of mvinc's own aggregates over states, whose states name another aggregate.");
+		h = _("Keep the state of the inner aggregate instead.");
 	}
 	else if (agg->aggtranstype != INTERNALOID &&
 			 !IsPolymorphicType(agg->aggtranstype) &&
@@ -522,6 +542,7 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 		setup_fn(&info->serialfn, agg->aggserialfn, serexpr, mcxt);
 		build_aggregate_deserialfn_expr(agg->aggdeserialfn, &deserexpr);
 		setup_fn(&info->deserialfn, agg->aggdeserialfn, deserexpr, mcxt);
+		info->statecheck = MvincAggStateCheckFor(&info->deserialfn);
 	}
 	else
 	{
@@ -533,6 +554,7 @@ MvincAggInfoCreate(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation,
 		getTypeBinaryInputInfo(info->transtype, &recvoid, &info->recvioparam);
 		fmgr_info_cxt(sendoid, &info->sendfn, mcxt);
 		fmgr_info_cxt(recvoid, &info->recvfn, mcxt);
+		info->statecheck = MVINC_STATE_RECV;
 	}
 
 	info->numFinalArgs = 1;
@@ -786,10 +808,13 @@ MvincAggRetract(MvincAggInfo *info, MvincAggValue *v, Datum *args, bool *nulls)
 
 /*
  * Replace v (initialized) by a stored state; NULL is the empty state.
- * The state is built in v->cxt.
+ * The state is built in v->cxt.  It is checked first (aggstate_check.c);
+ * trusted: it comes from a serialization function of this server, not
+ * from a caller.
  */
 void
-MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
+MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state,
+					bool trusted)
 {
 	char	   *data;
 	int			len;
@@ -814,6 +839,14 @@ MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
 					 errdetail("The state is not in the counted format of a retractable aggregate.")));
 		memcpy(&n, data, sizeof(n));
 		count = (int64) pg_ntoh64(n);
+		if (count < 0 || (data[8] == 0 && len != COUNTED_HEADER))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("invalid state of aggregate function \"%s\"",
+							format_procedure(info->aggfnoid)),
+					 count < 0 ?
+					 errdetail("The state's input count is negative.") :
+					 errdetail("The state is marked null but has bytes after its count.")));
 		if (data[8] == 0)
 		{
 			/* a NULL state: empty, or a strict function returned NULL */
@@ -829,6 +862,9 @@ MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v, bytea *state)
 		data += COUNTED_HEADER;
 		len -= COUNTED_HEADER;
 	}
+
+	if (info->transtype == INTERNALOID)
+		MvincAggCheckState(info, data, len, trusted);
 
 	oldcxt = MemoryContextSwitchTo(v->cxt);
 	if (info->transtype == INTERNALOID)
@@ -929,7 +965,7 @@ MvincAggCombineValue(MvincAggInfo *info, MvincAggValue *v, MvincAggValue *o)
 
 /* Merge a stored state into v with the combine function (NULL: nothing) */
 void
-MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other)
+MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other, bool trusted)
 {
 	MvincAggValue o;
 
@@ -938,7 +974,7 @@ MvincAggCombine(MvincAggInfo *info, MvincAggValue *v, bytea *other)
 
 	/* the other state is garbage once combined: build it here */
 	o.cxt = CurrentMemoryContext;
-	MvincAggDeserialize(info, &o, other);
+	MvincAggDeserialize(info, &o, other, trusted);
 	MvincAggCombineValue(info, v, &o);
 }
 

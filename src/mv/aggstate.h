@@ -13,6 +13,9 @@
  *	  NULL), then the state as above.  The count lets a retraction of the
  *	  last input reset the state as the window aggregate machinery does.
  *
+ * States come from callers of SQL functions: they are checked before a
+ * deserialization function reads them (aggstate_check.c).
+ *
  * Memory: an MvincAggValue's state lives in its own context (v->cxt);
  * every call below leaves its garbage in CurrentMemoryContext, so call
  * them in a short-lived context (one reset per row where states are
@@ -32,6 +35,24 @@ typedef enum MvincAggKind
 	MVINC_AGG_MERGEABLE,		/* states merge (combine function) */
 	MVINC_AGG_RETRACTABLE		/* states merge and inputs can be removed */
 } MvincAggKind;
+
+/* How a state is checked before it is deserialized (aggstate_check.c) */
+typedef enum MvincAggStateCheck
+{
+	MVINC_STATE_RECV = 0,		/* not internal: the type's receive function */
+	MVINC_STATE_NUMERIC_AVG,	/* numeric_avg_deserialize's layout */
+	MVINC_STATE_NUMERIC,		/* numeric_deserialize's */
+	MVINC_STATE_NUMERIC_POLY,	/* numeric_poly_deserialize's */
+	MVINC_STATE_INT8_AVG,		/* int8_avg_deserialize's */
+	MVINC_STATE_SELF,			/* the function checks its input (hll.c) */
+	MVINC_STATE_UNCHECKED		/* unknown: trusted states or a superuser */
+} MvincAggStateCheck;
+
+/*
+ * Type modifier of the aggregate argument (a regprocedure constant) of the
+ * state calls in a view's read query: no SQL text can give one.
+ */
+#define MVINC_READ_AGGFN_TYPMOD	0x6d76
 
 /* Everything needed to run one aggregate's support functions (read-only) */
 typedef struct MvincAggInfo
@@ -56,6 +77,7 @@ typedef struct MvincAggInfo
 	FmgrInfo	combinefn;
 	FmgrInfo	serialfn;		/* internal states */
 	FmgrInfo	deserialfn;
+	MvincAggStateCheck statecheck;
 	FmgrInfo	sendfn;			/* other states */
 	FmgrInfo	recvfn;
 	Oid			recvioparam;
@@ -100,14 +122,25 @@ extern void MvincAggTransition(MvincAggInfo *info, MvincAggValue *v,
 extern bool MvincAggRetract(MvincAggInfo *info, MvincAggValue *v,
 							Datum *args, bool *nulls);
 extern void MvincAggDeserialize(MvincAggInfo *info, MvincAggValue *v,
-								bytea *state);
+								bytea *state, bool trusted);
 extern void MvincAggCombine(MvincAggInfo *info, MvincAggValue *v,
-							bytea *other);
+							bytea *other, bool trusted);
 extern void MvincAggCombineValue(MvincAggInfo *info, MvincAggValue *v,
 								 MvincAggValue *o);
 extern bytea *MvincAggSerialize(MvincAggInfo *info, MvincAggValue *v);
 extern Datum MvincAggFinalize(MvincAggInfo *info, MvincAggValue *v,
 							  bool *isnull);
 extern const char *MvincAggKindName(MvincAggKind kind);
+
+/* aggstate_check.c */
+extern MvincAggStateCheck MvincAggStateCheckFor(FmgrInfo *deserialfn);
+extern void MvincAggCheckState(MvincAggInfo *info, const char *data, int len,
+							   bool trusted);
+extern void MvincAggMarkReadCalls(Node *query);
+extern bool MvincAggReadCall(FunctionCallInfo fcinfo);
+
+/* aggstate_sql.c, hll.c: deserialization functions known by address */
+extern PGDLLEXPORT Datum mvinc_agg_state_deserialize(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum mvinc_hll_deserialize(PG_FUNCTION_ARGS);
 
 #endif							/* MVINC_AGGSTATE_H */

@@ -58,6 +58,7 @@ typedef struct SiteCache
 	int			next;			/* slot to reuse when full */
 	SiteEntry	entries[SITE_ENTRIES];
 	MemoryContext tmpcxt;		/* scalar functions: reset every call */
+	bool		trusted;		/* a call of a view's read query */
 } SiteCache;
 
 /* Per-group state of mvinc.agg_state, agg_merge and agg_apply */
@@ -66,6 +67,8 @@ typedef struct AccState
 	MvincAggInfo *info;
 	MvincAggValue v;
 	bool		failed;			/* agg_apply: a retraction was refused */
+	bool		trusted;		/* states from a view's read query, or a
+								 * worker's (MvincAggDeserialize) */
 
 	/*
 	 * agg_merge: the group's only state so far, kept as stored (v still
@@ -82,7 +85,7 @@ acc_flush(AccState *acc)
 {
 	if (acc->pending == NULL)
 		return;
-	MvincAggCombine(acc->info, &acc->v, acc->pending);
+	MvincAggCombine(acc->info, &acc->v, acc->pending, acc->trusted);
 	pfree(acc->pending);
 	acc->pending = NULL;
 }
@@ -111,6 +114,7 @@ site_cache(FunctionCallInfo fcinfo)
 		site->tmpcxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt,
 											 "mvinc aggregate state",
 											 ALLOCSET_DEFAULT_SIZES);
+		site->trusted = MvincAggReadCall(fcinfo);
 		fcinfo->flinfo->fn_extra = site;
 	}
 	return site;
@@ -235,6 +239,7 @@ acc_get(FunctionCallInfo fcinfo, const SiteHow *how, bool retract)
 
 	acc = MemoryContextAllocZero(aggcxt, sizeof(AccState));
 	acc->info = site_info(fcinfo, aggfnoid, PG_GET_COLLATION(), retract, how)->info;
+	acc->trusted = site_cache(fcinfo)->trusted;
 	MvincAggValueInit(acc->info, &acc->v, aggcxt);
 	return acc;
 }
@@ -289,7 +294,7 @@ mvinc_agg_merge_trans(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(acc);
 	}
 	acc_flush(acc);
-	MvincAggCombine(acc->info, &acc->v, PG_GETARG_BYTEA_PP(2));
+	MvincAggCombine(acc->info, &acc->v, PG_GETARG_BYTEA_PP(2), acc->trusted);
 	PG_RETURN_POINTER(acc);
 }
 
@@ -309,7 +314,8 @@ mvinc_agg_apply_trans(PG_FUNCTION_ARGS)
 
 	if (first)
 		MvincAggDeserialize(acc->info, &acc->v,
-							PG_ARGISNULL(2) ? NULL : PG_GETARG_BYTEA_PP(2));
+							PG_ARGISNULL(2) ? NULL : PG_GETARG_BYTEA_PP(2),
+							acc->trusted);
 	if (acc->failed || PG_ARGISNULL(3) || PG_GETARG_INT32(3) == 0)
 		PG_RETURN_POINTER(acc);
 
@@ -446,7 +452,8 @@ mvinc_agg_state_deserialize(PG_FUNCTION_ARGS)
 	acc->info = site_info(fcinfo, aggfnoid, collation, false, &how)->info;
 	acc->failed = (flags & 2) != 0;
 	acc->v.cxt = CurrentMemoryContext;
-	MvincAggDeserialize(acc->info, &acc->v, state);
+	/* a worker serialized it (a caller's states were checked there) */
+	MvincAggDeserialize(acc->info, &acc->v, state, true);
 	PG_RETURN_POINTER(acc);
 }
 
@@ -475,8 +482,8 @@ mvinc_agg_combine(PG_FUNCTION_ARGS)
 
 	oldcxt = MemoryContextSwitchTo(site->tmpcxt);
 	v.cxt = site->tmpcxt;
-	MvincAggDeserialize(info, &v, PG_GETARG_BYTEA_PP(1));
-	MvincAggCombine(info, &v, PG_GETARG_BYTEA_PP(2));
+	MvincAggDeserialize(info, &v, PG_GETARG_BYTEA_PP(1), site->trusted);
+	MvincAggCombine(info, &v, PG_GETARG_BYTEA_PP(2), site->trusted);
 	MemoryContextSwitchTo(oldcxt);
 	result = MvincAggSerialize(info, &v);
 	MemoryContextReset(site->tmpcxt);
@@ -544,13 +551,13 @@ final_of_states(FunctionCallInfo fcinfo, int resultarg, int first, int nstates)
 		if (PG_ARGISNULL(i))
 			continue;
 		if (!started)
-			MvincAggDeserialize(e->info, &v, PG_GETARG_BYTEA_PP(i));
+			MvincAggDeserialize(e->info, &v, PG_GETARG_BYTEA_PP(i), site->trusted);
 		else
-			MvincAggCombine(e->info, &v, PG_GETARG_BYTEA_PP(i));
+			MvincAggCombine(e->info, &v, PG_GETARG_BYTEA_PP(i), site->trusted);
 		started = true;
 	}
 	if (!started)
-		MvincAggDeserialize(e->info, &v, NULL);
+		MvincAggDeserialize(e->info, &v, NULL, true);
 	result = MvincAggFinalize(e->info, &v, &isnull);
 	MemoryContextSwitchTo(oldcxt);
 	if (!isnull)

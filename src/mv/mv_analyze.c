@@ -102,6 +102,29 @@ setting_dependent_output(Oid func_id)
 	}
 }
 
+/*
+ * Does an mvinc function take an aggregate and its states (agg_merge,
+ * _agg_final_stored, ...)?  Refresh would run it as a superuser on the
+ * definition's bytes: for a non-superuser's view it counts as
+ * user-defined (aggstate_check.c trusts a superuser's states).
+ */
+static bool
+takes_agg_states(Oid func_id)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(func_id));
+	Form_pg_proc proc;
+	bool		found = false;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	for (int i = 0; i < proc->pronargs && !found; i++)
+		found = proc->proargtypes.values[i] == REGPROCEDUREOID ||
+			proc->proargtypes.values[i] == BYTEAOID;
+	ReleaseSysCache(tup);
+	return found;
+}
+
 /* Remember the first function that is not immutable */
 static bool
 mutable_func_checker(Oid func_id, void *context)
@@ -111,7 +134,8 @@ mutable_func_checker(Oid func_id, void *context)
 	if (setting_dependent_output(func_id) && !OidIsValid(ctx->setting_func))
 		ctx->setting_func = func_id;
 	if (func_id >= FirstNormalObjectId && !OidIsValid(ctx->user_func) &&
-		getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true))
+		(getExtensionOfObject(ProcedureRelationId, func_id) != get_extension_oid("mvinc", true) ||
+		 takes_agg_states(func_id)))
 		ctx->user_func = func_id;
 	if (func_volatile(func_id) != PROVOLATILE_IMMUTABLE)
 	{

@@ -168,8 +168,9 @@ combine_states(MvincAggInfo *info, Datum a, bool anull, Datum b, bool bnull,
 	if (anull)
 		return b;
 	v.cxt = CurrentMemoryContext;
-	MvincAggDeserialize(info, &v, DatumGetByteaPP(a));
-	MvincAggCombine(info, &v, DatumGetByteaPP(b));
+	/* the storage's state and the delta's, both serialized by refresh */
+	MvincAggDeserialize(info, &v, DatumGetByteaPP(a), true);
+	MvincAggCombine(info, &v, DatumGetByteaPP(b), true);
 	result = MvincAggSerialize(info, &v);
 	if (result == NULL)
 	{

@@ -46,6 +46,7 @@
 #include "utils/timestamp.h"
 
 #include "history/history.h"
+#include "mv/aggstate.h"
 #include "mv/mv.h"
 
 /* Walker: set checkAsUser on every relation read by the redirect query */
@@ -347,6 +348,8 @@ build_read_query(Oid viewid, MvCatalog *cat)
 	q = analyze_read_sql(sql.data, "incremental view", viewid);
 	AtEOXact_GUC(true, nest);
 	set_owner_walker((Node *) q, &owner);
+	/* its states come from the storage: any aggregate's may be read */
+	MvincAggMarkReadCalls((Node *) q);
 	barrier_arms(q);
 	return q;
 }
