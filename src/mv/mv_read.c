@@ -381,12 +381,27 @@ mv_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *r
 /*
  * Incremental views read by the queries started in this transaction, whose
  * rights the executor has checked (the view's own entry that read_query
- * keeps in the range table): _read_branch() answers for these, and for
- * views the caller may SELECT, and refuses the others.  Reset at the next
- * transaction; it only grows by the views a transaction reads.
+ * keeps in the range table), each with the user who ran the query:
+ * _read_branch() answers that user for these, and for views the caller
+ * may SELECT, and refuses the others (a SECURITY DEFINER function's read
+ * answers its owner, not its caller).  Reset at the next transaction; it
+ * only grows by the views a transaction reads.
  */
-static List *read_views = NIL;
+static List *read_views = NIL;	/* viewid, userid, viewid, userid, ... */
 static LocalTransactionId read_views_lxid = InvalidLocalTransactionId;
+
+/* Did a query of this transaction run by userid read viewid? */
+static bool
+read_by_user(Oid viewid, Oid userid)
+{
+	if (read_views_lxid != MyProc->lxid)
+		return false;
+	for (int i = 0; i + 1 < list_length(read_views); i += 2)
+		if (list_nth_oid(read_views, i) == viewid &&
+			list_nth_oid(read_views, i + 1) == userid)
+			return true;
+	return false;
+}
 
 /* Remember the views whose entries a plan keeps for their rights check */
 static void
@@ -408,8 +423,11 @@ note_read_views(PlannedStmt *stmt)
 			read_views = NIL;
 			read_views_lxid = MyProc->lxid;
 		}
+		if (read_by_user(rte->relid, GetUserId()))
+			continue;
 		old = MemoryContextSwitchTo(TopMemoryContext);
-		read_views = list_append_unique_oid(read_views, rte->relid);
+		read_views = lappend_oid(read_views, rte->relid);
+		read_views = lappend_oid(read_views, GetUserId());
 		MemoryContextSwitchTo(old);
 	}
 }
@@ -423,7 +441,7 @@ note_read_views(PlannedStmt *stmt)
 bool
 MvMayReadView(Oid viewid)
 {
-	if (read_views_lxid == MyProc->lxid && list_member_oid(read_views, viewid))
+	if (read_by_user(viewid, GetUserId()))
 		return true;
 	return pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
 }

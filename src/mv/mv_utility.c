@@ -318,6 +318,14 @@ refuse_mvinc_table_ddl(Node *parsetree)
 			rv = ((AlterTableStmt *) parsetree)->relation;
 			what = "alter";
 			break;
+		case T_RenameStmt:
+			rv = ((RenameStmt *) parsetree)->relation;
+			what = "rename";
+			break;
+		case T_AlterObjectSchemaStmt:
+			rv = ((AlterObjectSchemaStmt *) parsetree)->relation;
+			what = "move";
+			break;
 		default:
 			return;
 	}

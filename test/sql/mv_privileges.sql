@@ -39,6 +39,21 @@ SELECT * FROM mvinc._capture_status();
 SELECT mvinc._start_worker();
 SELECT mvinc._check_setup();
 \set VERBOSITY default
+-- nor after a SECURITY DEFINER function read the view in this transaction
+-- (its owner read it)
+RESET ROLE;
+CREATE FUNCTION p_peek() RETURNS bigint LANGUAGE sql SECURITY DEFINER STABLE AS $$ SELECT count(*) FROM p_secret $$;
+GRANT EXECUTE ON FUNCTION p_peek() TO p_reader;
+SET ROLE p_reader;
+BEGIN;
+SELECT p_peek() > 0 AS peeked;
+\set VERBOSITY terse
+SELECT mvinc._read_branch('p_secret'::regclass::oid);
+\set VERBOSITY default
+ROLLBACK;
+RESET ROLE;
+DROP FUNCTION p_peek();
+SET ROLE p_reader;
 -- a view the reader may read answers
 SELECT mvinc._read_branch('p_agg'::regclass::oid);
 -- mvinc.views lists every view (as pg_matviews does), but counts rows only
@@ -125,7 +140,11 @@ SELECT p_try(format(c, :'p_storage')) FROM unnest(ARRAY[
   'CREATE INDEX ON mvinc.%I ((k1 + 0))',
   'CREATE STATISTICS p_st ON k1, _mvinc_count FROM mvinc.%I',
   'ALTER TABLE mvinc.%I ADD COLUMN extra int DEFAULT 0',
-  'ALTER TABLE mvinc.%I OWNER TO p_reader']) c;
+  'ALTER TABLE mvinc.%I OWNER TO p_reader',
+  'ALTER TABLE mvinc.%I RENAME COLUMN k1 TO k9',
+  'ALTER TABLE mvinc.%I RENAME TO p_moved',
+  'ALTER INDEX mvinc.%I_key RENAME TO p_moved_key',
+  'ALTER TABLE mvinc.%I SET SCHEMA public']) c;
 -- nor a table of the owner's that writes of the storage would reach: a
 -- child by inheritance (its triggers fire), a partitioned parent (its row
 -- triggers are cloned onto a new partition)
