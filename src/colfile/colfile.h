@@ -377,7 +377,7 @@ extern BlockNumber ColfileSetFreeSpace(Relation rel, ColfileExtent *ext, int n,
 extern FullTransactionId ColfileRewriteXid(Relation rel);
 extern void ColfileSetRewriteXid(Relation rel);
 extern void ColfileSetRewriteXidInCopy(struct SMgrRelationData *dst, bool logged);
-extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n);
+extern ColfileExtent *ColfileListFreeExtents(Relation rel, int *n, int64 *next_byte);
 extern void ColfileReadMark(Relation rel, int64 *tid_block, TransactionId *xid);
 extern void ColfileSetMark(Relation rel, TransactionId oldest_xmin);
 extern int64 ColfileMarkLimit(Relation rel, TransactionId oldest_xmin);

@@ -222,7 +222,7 @@ colfile_stats(PG_FUNCTION_ARGS)
 	values[6] = Int64GetDatum(RelationGetNumberOfBlocks(rel));
 	values[7] = Int64GetDatum(comp);
 	values[8] = Int64GetDatum(raw);
-	free_ext = ColfileListFreeExtents(rel, &nfree);
+	free_ext = ColfileListFreeExtents(rel, &nfree, NULL);
 	for (i = 0; i < nfree; i++)
 		free_bytes += free_ext[i].length;
 	values[9] = Int64GetDatum(free_bytes);
@@ -606,7 +606,8 @@ colfile_check(PG_FUNCTION_ARGS)
 		int			nfree,
 					n = 0,
 					i;
-		ColfileExtent *free_ext = ColfileListFreeExtents(rel, &nfree);
+		int64		free_end;	/* the allocator's end when the list was read */
+		ColfileExtent *free_ext = ColfileListFreeExtents(rel, &nfree, &free_end);
 		CheckedExtent *all = palloc(sizeof(CheckedExtent) *
 									(list_length(groups) + ColfileFileSetCount(files) + nfree + 1));
 
@@ -633,11 +634,11 @@ colfile_check(PG_FUNCTION_ARGS)
 		}
 		for (i = 0; i < nfree; i++)
 		{
-			if (free_ext[i].offset + free_ext[i].length > next_byte)
+			if (free_ext[i].offset + free_ext[i].length > free_end)
 				problem(rsinfo, "free extent beyond the byte allocator",
 						psprintf("free extent at byte %lld of %lld bytes, metapage says %lld",
 								 (long long) free_ext[i].offset,
-								 (long long) free_ext[i].length, (long long) next_byte));
+								 (long long) free_ext[i].length, (long long) free_end));
 			all[n].offset = free_ext[i].offset;
 			all[n].length = free_ext[i].length;
 			all[n++].is_free = true;

@@ -590,18 +590,27 @@ ColfileSetRewriteXidInCopy(SMgrRelation dst, bool logged)
 	smgrimmedsync(dst, MAIN_FORKNUM);
 }
 
-/* A palloc'd copy of the listed free extents (by offset) */
+/*
+ * A palloc'd copy of the listed free extents (by offset), and when next_byte
+ * is given the byte allocator's end as of the same reading of the metapage
+ */
 ColfileExtent *
-ColfileListFreeExtents(Relation rel, int *n)
+ColfileListFreeExtents(Relation rel, int *n, int64 *next_byte)
 {
 	Buffer		buf;
 	ColfileExtent *ext;
 
 	*n = 0;
 	if (RelationGetNumberOfBlocks(rel) == 0)
+	{
+		if (next_byte)
+			*next_byte = 0;
 		return palloc(sizeof(ColfileExtent));
+	}
 	buf = lock_metapage(rel, BUFFER_LOCK_SHARE);
 	*n = MetaOf(BufferGetPage(buf))->nfree;
+	if (next_byte)
+		*next_byte = MetaOf(BufferGetPage(buf))->next_byte;
 	ext = palloc(sizeof(ColfileExtent) * (*n + 1));
 	memcpy(ext, MetaOf(BufferGetPage(buf))->free, sizeof(ColfileExtent) * (*n));
 	UnlockReleaseBuffer(buf);
