@@ -231,6 +231,40 @@ take_mvinc_options(PlannedStmt **pstmt)
  * column default there would run with superuser rights.  Only superusers
  * (and mvinc itself, which acts as one) may add or change them.
  */
+/*
+ * The name was looked up here without a lock; the command looks it up again
+ * under its lock, after any concurrent DROP or CREATE it waited for.  With
+ * mvinc's schema on the search path, an unqualified name could then find a
+ * table of mvinc's (a decoy of the same name dropped meanwhile): qualify it
+ * with the schema it was found in (not found: the first other schema of the
+ * path), so that the command acts on what was checked.
+ */
+static void
+pin_name(RangeVar *rv, Oid relid)
+{
+	List	   *path;
+	ListCell   *lc;
+	Oid			mvinc = MvincSchemaOid();
+
+	if (rv->schemaname != NULL)
+		return;
+	path = fetch_search_path(true);
+	if (!list_member_oid(path, mvinc))
+		return;
+	if (OidIsValid(relid))
+		rv->schemaname = get_namespace_name(get_rel_namespace(relid));
+	else
+		foreach(lc, path)
+		{
+			if (lfirst_oid(lc) != mvinc)
+			{
+				rv->schemaname = get_namespace_name(lfirst_oid(lc));
+				break;
+			}
+		}
+	list_free(path);
+}
+
 static void
 refuse_if_mvinc_table(RangeVar *rv, const char *what)
 {
@@ -240,7 +274,10 @@ refuse_if_mvinc_table(RangeVar *rv, const char *what)
 		return;
 	relid = RangeVarGetRelid(rv, NoLock, true);
 	if (!OidIsValid(relid) || get_rel_namespace(relid) != MvincSchemaOid())
+	{
+		pin_name(rv, relid);
 		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("cannot %s \"mvinc.%s\"", what, get_rel_name(relid)),
@@ -278,6 +315,28 @@ refuse_mvinc_relatives(Node *parsetree)
 				refuse_if_mvinc_table(((PartitionCmd *) cmd->def)->name,
 									  "attach as a partition");
 		}
+	}
+}
+
+/* Does refuse_mvinc_table_ddl look at (and perhaps qualify) this statement? */
+static bool
+names_guarded(Node *parsetree)
+{
+	switch (nodeTag(parsetree))
+	{
+		case T_CreateStmt:
+		case T_CreateForeignTableStmt:
+		case T_CreateTrigStmt:
+		case T_RuleStmt:
+		case T_IndexStmt:
+		case T_CreateStatsStmt:
+		case T_CreatePolicyStmt:
+		case T_AlterTableStmt:
+		case T_RenameStmt:
+		case T_AlterObjectSchemaStmt:
+			return !superuser() && MvincExtensionReady();
+		default:
+			return false;
 	}
 }
 
@@ -970,6 +1029,13 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	/* (refuse_mvinc_table_ddl may qualify names in the statement) */
+	if (readOnlyTree && names_guarded(parsetree))
+	{
+		pstmt = copyObject(pstmt);
+		readOnlyTree = false;
+		parsetree = pstmt->utilityStmt;
+	}
 	refuse_mvinc_table_ddl(parsetree);
 	if (IsA(parsetree, CreateTableAsStmt) &&
 		((CreateTableAsStmt *) parsetree)->objtype == OBJECT_MATVIEW)
