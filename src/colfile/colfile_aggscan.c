@@ -690,8 +690,8 @@ int_datum(int64 v, Oid type)
 
 /*
  * For each row of the group that is neither skipped (skip: a bool per row,
- * or NULL) nor NULL, BODY with v = its Datum; count counts them.  Two loops, so that a group without
- * rows to skip tests no bitmap.
+ * or NULL) nor NULL, BODY with v = its Datum; count counts them.  (skip ==
+ * NULL is tested first: a group without rows to skip reads no bitmap.)
  */
 #define FOLD_ROWS(BODY) \
 	do { \
