@@ -318,76 +318,70 @@ refuse_mvinc_relatives(Node *parsetree)
 	}
 }
 
-/* Does refuse_mvinc_table_ddl look at (and perhaps qualify) this statement? */
+/*
+ * Is this a statement refuse_mvinc_table_ddl judges (and may qualify names
+ * in)?  *rv: the table it attaches code to or changes (NULL: none, or only
+ * the relatives refuse_mvinc_relatives looks at), *what: for the message.
+ */
 static bool
-names_guarded(Node *parsetree)
+guarded_statement(Node *parsetree, RangeVar **rv, const char **what)
 {
+	*rv = NULL;
+	*what = NULL;
 	switch (nodeTag(parsetree))
 	{
 		case T_CreateStmt:
 		case T_CreateForeignTableStmt:
+			break;
 		case T_CreateTrigStmt:
+			*rv = ((CreateTrigStmt *) parsetree)->relation;
+			*what = "create a trigger on";
+			break;
 		case T_RuleStmt:
+			*rv = ((RuleStmt *) parsetree)->relation;
+			*what = "create a rule on";
+			break;
 		case T_IndexStmt:
+			*rv = ((IndexStmt *) parsetree)->relation;
+			*what = "create an index on";
+			break;
 		case T_CreateStatsStmt:
+			if (list_length(((CreateStatsStmt *) parsetree)->relations) == 1 &&
+				IsA(linitial(((CreateStatsStmt *) parsetree)->relations), RangeVar))
+				*rv = linitial(((CreateStatsStmt *) parsetree)->relations);
+			*what = "create statistics on";
+			break;
 		case T_CreatePolicyStmt:
+			*rv = ((CreatePolicyStmt *) parsetree)->table;
+			*what = "create a policy on";
+			break;
 		case T_AlterTableStmt:
+			*rv = ((AlterTableStmt *) parsetree)->relation;
+			*what = "alter";
+			break;
 		case T_RenameStmt:
+			*rv = ((RenameStmt *) parsetree)->relation;
+			*what = "rename";
+			break;
 		case T_AlterObjectSchemaStmt:
-			return !superuser() && MvincExtensionReady();
+			*rv = ((AlterObjectSchemaStmt *) parsetree)->relation;
+			*what = "move";
+			break;
 		default:
 			return false;
 	}
+	return true;
 }
 
 static void
 refuse_mvinc_table_ddl(Node *parsetree)
 {
-	RangeVar   *rv = NULL;
-	const char *what = NULL;
+	RangeVar   *rv;
+	const char *what;
 
-	if (superuser() || !MvincExtensionReady())
+	if (!guarded_statement(parsetree, &rv, &what) || superuser() || !MvincExtensionReady())
 		return;
 	refuse_mvinc_relatives(parsetree);
-	switch (nodeTag(parsetree))
-	{
-		case T_CreateTrigStmt:
-			rv = ((CreateTrigStmt *) parsetree)->relation;
-			what = "create a trigger on";
-			break;
-		case T_RuleStmt:
-			rv = ((RuleStmt *) parsetree)->relation;
-			what = "create a rule on";
-			break;
-		case T_IndexStmt:
-			rv = ((IndexStmt *) parsetree)->relation;
-			what = "create an index on";
-			break;
-		case T_CreateStatsStmt:
-			if (list_length(((CreateStatsStmt *) parsetree)->relations) == 1 &&
-				IsA(linitial(((CreateStatsStmt *) parsetree)->relations), RangeVar))
-				rv = linitial(((CreateStatsStmt *) parsetree)->relations);
-			what = "create statistics on";
-			break;
-		case T_CreatePolicyStmt:
-			rv = ((CreatePolicyStmt *) parsetree)->table;
-			what = "create a policy on";
-			break;
-		case T_AlterTableStmt:
-			rv = ((AlterTableStmt *) parsetree)->relation;
-			what = "alter";
-			break;
-		case T_RenameStmt:
-			rv = ((RenameStmt *) parsetree)->relation;
-			what = "rename";
-			break;
-		case T_AlterObjectSchemaStmt:
-			rv = ((AlterObjectSchemaStmt *) parsetree)->relation;
-			what = "move";
-			break;
-		default:
-			return;
-	}
 	refuse_if_mvinc_table(rv, what);
 }
 
@@ -1028,9 +1022,12 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	RangeVar   *guarded_rv;
+	const char *guarded_what;
 
 	/* (refuse_mvinc_table_ddl may qualify names in the statement) */
-	if (readOnlyTree && names_guarded(parsetree))
+	if (readOnlyTree && guarded_statement(parsetree, &guarded_rv, &guarded_what) &&
+		!superuser() && MvincExtensionReady())
 	{
 		pstmt = copyObject(pstmt);
 		readOnlyTree = false;
