@@ -7,6 +7,9 @@
 #ifndef MVINC_H
 #define MVINC_H
 
+#include "access/htup.h"
+#include "utils/snapshot.h"
+
 /* True when the library was loaded through shared_preload_libraries. */
 extern bool MvincPreloaded;
 
@@ -20,6 +23,16 @@ extern void MvincCheckServerSetup(void);
  * takes an xid (docs/internals.md, "Who may write colfile metadata").
  */
 extern void MvincSetProcStatusFlag(uint8 flag, bool on);
+
+/*
+ * Reads of mvinc's own tables without SSI predicate locks (mvinc_unlocked.c):
+ * begin the scan with MvincUnlockedSnapshot(snapshot) and keep the tuples
+ * MvincUnlockedVisible says snapshot sees.
+ */
+struct SysScanDescData;
+extern Snapshot MvincUnlockedSnapshot(Snapshot snapshot);
+extern bool MvincUnlockedVisible(struct SysScanDescData *scan, HeapTuple tup,
+								 Snapshot snapshot);
 
 /* Subsystem initialisation, called from _PG_init in this order. */
 extern void MvincCaptureInit(void);

@@ -89,8 +89,10 @@ tracked_column(Oid relid, AttrNumber attnum, Snapshot snapshot, Datum *value)
 	ScanKeyInit(&key, Anum_tracked_relid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relid));
 	scan = systable_beginscan(rel, get_relname_relid(MVINC_TRACKED_PKEY, nsp),
-							  true, snapshot, 1, &key);
-	tup = systable_getnext(scan);
+							  true, MvincUnlockedSnapshot(snapshot), 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)) &&
+		   !MvincUnlockedVisible(scan, tup, snapshot))
+		;
 	if (HeapTupleIsValid(tup))
 	{
 		bool		isnull;

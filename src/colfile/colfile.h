@@ -369,6 +369,12 @@ typedef struct ColfileExtent
 	int64		length;
 } ColfileExtent;
 
+/* colfile_ssi.c */
+extern void ColfilePredicateLockScan(Relation rel, Snapshot snapshot, uint32 flags);
+extern void ColfilePredicateLockRow(Relation rel, ItemPointer tid, Snapshot snapshot,
+									TransactionId xmin);
+extern void ColfileCheckRowConflictIn(Relation rel, ItemPointer tid);
+
 /* colfile_storage.c */
 extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);
 extern int64 ColfileWriteBytes(Relation rel, const char *data, int64 len);

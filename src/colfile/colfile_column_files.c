@@ -26,6 +26,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "mvinc.h"
 #include "colfile/colfile.h"
 #include "colfile/colfile_column_int.h"
 
@@ -355,10 +356,13 @@ list_files(Oid relfilenode, const int64 *first_block, Snapshot snapshot)
 		uint64		mark = mvcc ? 0 : ColfileCompletionMark();
 		bool		skipped = false;
 
-		scan = systable_beginscan_ordered(meta, idx, mvcc ? snapshot : SnapshotAny,
+		scan = systable_beginscan_ordered(meta, idx,
+										  mvcc ? MvincUnlockedSnapshot(snapshot) : SnapshotAny,
 										  first_block ? 2 : 1, key);
 		while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 		{
+			if (mvcc && !MvincUnlockedVisible(scan, tup, snapshot))
+				continue;
 			if (!mvcc && !file_committed_or_mine(tup->t_data))
 			{
 				skipped = true;

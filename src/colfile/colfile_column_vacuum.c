@@ -32,6 +32,7 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
+#include "mvinc.h"
 #include "colfile/colfile.h"
 #include "colfile/colfile_column_int.h"
 
@@ -286,6 +287,7 @@ ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
 	SysScanDesc scan;
 	ScanKeyData key[2];
 	HeapTuple	tup;
+	Snapshot	snapshot;
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.colfile, RowExclusiveLock);
@@ -293,9 +295,11 @@ ColfileDeleteColumnFiles(Oid relfilenode, const ColfileRowGroup *rg)
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ,
 				Int64GetDatum(rg->first_block));
-	scan = systable_beginscan(meta, ids.colfile_idx, true, GetLatestSnapshot(), 2, key);
+	snapshot = GetLatestSnapshot();
+	scan = systable_beginscan(meta, ids.colfile_idx, true, MvincUnlockedSnapshot(snapshot), 2, key);
 	while ((tup = systable_getnext(scan)) != NULL)
-		simple_heap_delete(meta, &tup->t_self);
+		if (MvincUnlockedVisible(scan, tup, snapshot))
+			simple_heap_delete(meta, &tup->t_self);
 	systable_endscan(scan);
 	table_close(meta, RowExclusiveLock);
 	CommandCounterIncrement();

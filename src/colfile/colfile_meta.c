@@ -39,6 +39,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "mvinc.h"
 #include "colfile/colfile.h"
 
 #define Natts_rowgroup 7
@@ -276,17 +277,23 @@ ColfilePruneReservations(Oid relfilenode)
 	SysScanDesc scan;
 	ScanKeyData key[1];
 	HeapTuple	tup;
+	Snapshot	snapshot = GetLatestSnapshot();
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, RowExclusiveLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowgroup_idx, true, GetLatestSnapshot(), 1, key);
+	scan = systable_beginscan(meta, ids.rowgroup_idx, true,
+							  MvincUnlockedSnapshot(snapshot), 1, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
-		int32		nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		int32		nrows;
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if (!MvincUnlockedVisible(scan, tup, snapshot))
+			continue;
+		nrows = DatumGetInt32(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 
 		if (nrows < 0 && !TransactionIdIsCurrentTransactionId(xmin) &&
 			!TransactionIdIsInProgress(xmin))
@@ -529,9 +536,11 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 			mark = ColfileCompletionMark();
 		look_again = false;
 		found = false;
-		scan = systable_beginscan_ordered(meta, idx, snapshot, 2, key);
+		scan = systable_beginscan_ordered(meta, idx, MvincUnlockedSnapshot(snapshot), 2, key);
 		while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 		{
+			if (!MvincUnlockedVisible(scan, tup, snapshot))
+				continue;
 			if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
 			{
 				skipped_gone = true;
@@ -701,11 +710,13 @@ ColfileListRowGroups(Oid relfilenode, Snapshot snapshot)
 	idx = index_open(ids.rowgroup_idx, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan_ordered(meta, idx, snapshot, 1, key);
+	scan = systable_beginscan_ordered(meta, idx, MvincUnlockedSnapshot(snapshot), 1, key);
 	while ((tup = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
 	{
 		ColfileRowGroup *rg;
 
+		if (!MvincUnlockedVisible(scan, tup, snapshot))
+			continue;
 		if (skips_gone_groups(snapshot) && group_tuple_gone(tup->t_data))
 			continue;
 		rg = palloc(sizeof(ColfileRowGroup));
@@ -767,8 +778,8 @@ static void
 row_record_scan_open(ColfileRowRecordScan *s)
 {
 	s->meta = table_open(s->tabs[s->cur], s->lockmode);
-	s->scan = systable_beginscan(s->meta, s->idxs[s->cur], true, s->snapshot,
-								 s->nkeys, s->key);
+	s->scan = systable_beginscan(s->meta, s->idxs[s->cur], true,
+								 MvincUnlockedSnapshot(s->snapshot), s->nkeys, s->key);
 }
 
 /*
@@ -811,6 +822,8 @@ ColfileRowRecordScanNext(ColfileRowRecordScan *s)
 	{
 		HeapTuple	tup = systable_getnext(s->scan);
 
+		if (tup != NULL && !MvincUnlockedVisible(s->scan, tup, s->snapshot))
+			continue;
 		if (tup != NULL)
 			return tup;
 		if (s->cur + 1 >= s->ntabs)
@@ -886,11 +899,13 @@ ColfileCopyMetadata(Oid from, Oid to)
 
 		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 					ObjectIdGetDatum(from));
-		scan = systable_beginscan(meta, idxs[i], true, snapshot, 1, key);
+		scan = systable_beginscan(meta, idxs[i], true, MvincUnlockedSnapshot(snapshot), 1, key);
 		while ((tup = systable_getnext(scan)) != NULL)
 		{
 			HeapTuple	copy;
 
+			if (!MvincUnlockedVisible(scan, tup, snapshot))
+				continue;
 			heap_deform_tuple(tup, desc, values, nulls);
 			if (i == 0 && DatumGetInt32(values[2]) < 0)
 				continue;		/* a reservation (none under our lock) */
@@ -948,9 +963,10 @@ visit_metadata(Oid relfilenode, Snapshot snapshot, LOCKMODE lockmode,
 		meta = table_open(tabs[i], lockmode);
 		ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 					ObjectIdGetDatum(relfilenode));
-		scan = systable_beginscan(meta, idxs[i], true, snapshot, 1, key);
+		scan = systable_beginscan(meta, idxs[i], true, MvincUnlockedSnapshot(snapshot), 1, key);
 		while ((tup = systable_getnext(scan)) != NULL)
-			fn(meta, i, tup, arg);
+			if (MvincUnlockedVisible(scan, tup, snapshot))
+				fn(meta, i, tup, arg);
 		systable_endscan(scan);
 		table_close(meta, lockmode);
 	}
@@ -1406,11 +1422,16 @@ ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid, Snapshot snapshot)
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_TIDEQ,
 				ItemPointerGetDatum(tid));
-	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, snapshot, 2, key);
+	scan = systable_beginscan(meta, ids.rowstate_del_idx, true,
+							  MvincUnlockedSnapshot(snapshot), 2, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
-		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		char		kind;
+
+		if (!MvincUnlockedVisible(scan, tup, snapshot))
+			continue;
+		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 
 		if (ROWSTATE_IS_DELETION(kind))
 		{
@@ -1450,11 +1471,16 @@ ColfileDeletedSet(Oid relfilenode, Snapshot snapshot)
 	meta = table_open(ids.rowstate, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
-	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, snapshot, 1, key);
+	scan = systable_beginscan(meta, ids.rowstate_del_idx, true,
+							  MvincUnlockedSnapshot(snapshot), 1, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
-		char		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
+		char		kind;
+
+		if (!MvincUnlockedVisible(scan, tup, snapshot))
+			continue;
+		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
 
 		if (ROWSTATE_IS_DELETION(kind))
 		{

@@ -500,13 +500,14 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	/*
 	 * As heap: an xid before waiting (so that SERIALIZABLE readers meeting
 	 * us as a running writer can conflict out to us), and the check for
-	 * SIREAD locks on the relation (a view's stored read takes one) after.
+	 * SIREAD locks on the row (index reads) or the relation (scans, and a
+	 * view's stored read) after.
 	 */
 	(void) GetCurrentTransactionId();
 	r = claim_row(rel, tid, tid, cid, LockTupleExclusive, snapshot, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 		return r;
-	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	ColfileCheckRowConflictIn(rel, tid);
 	if (changingPart)
 	{
 		/* as heap: whoever finds the row moved gets an error, not nothing */
@@ -619,7 +620,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 		bms_free(indexed);
 		return r;
 	}
-	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	ColfileCheckRowConflictIn(rel, otid);
 	PG_TRY();
 	{
 		if (possible && (!sure || MvincRowMessagesWanted(rel)))

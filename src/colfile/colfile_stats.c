@@ -35,6 +35,7 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
+#include "mvinc.h"
 #include "colfile/colfile.h"
 
 PG_FUNCTION_INFO_V1(colfile_stats);
@@ -142,13 +143,17 @@ count_states(Relation rel, Snapshot snap, int64 *deleted, int64 *delete_files,
 	ctl.entrysize = sizeof(int64);
 	ctl.hcxt = CurrentMemoryContext;
 	seqs = hash_create("colfile delete files", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, snap, 1, key);
+	scan = systable_beginscan(meta, ids.rowstate_del_idx, true, MvincUnlockedSnapshot(snap), 1, key);
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
-		ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
-		Datum		seq = heap_getattr(tup, 5, RelationGetDescr(meta), &isnull);
+		ItemPointer t;
+		Datum		seq;
 
+		if (!MvincUnlockedVisible(scan, tup, snap))
+			continue;
+		t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
+		seq = heap_getattr(tup, 5, RelationGetDescr(meta), &isnull);
 		if (floor < 0 || (int64) ItemPointerGetBlockNumber(t) < floor)
 			continue;			/* an earlier life's */
 		if (!isnull)

@@ -391,6 +391,7 @@ colfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 	s->gi = -1;
 	s->pos = -1;
 	s->sample_block = -1;
+	ColfilePredicateLockScan(rel, snapshot, flags);
 	/* statistics, as heap counts them (seq_scan, seq_tup_read) */
 	if (flags & SO_TYPE_SEQSCAN)
 		pgstat_count_heap_scan(rel);
@@ -819,6 +820,7 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 		slot->tts_tableOid = RelationGetRelid(rel);
 		return true;
 	}
+	ColfilePredicateLockRow(rel, tid, snapshot, rg.xmin);
 	if (f->cur == NULL || f->cur->rg.first_block != rg.first_block ||
 		f->cur->rg.seq != rg.seq)
 	{

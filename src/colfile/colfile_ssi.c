@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ * colfile_ssi.c
+ *	  colfile under SERIALIZABLE: SSI's predicate locks taken on the user's
+ *	  table as heap takes them, and none on colfile's shared metadata.
+ *
+ * Every colfile table's row groups, row states and column files are tuples
+ * of the same few heap tables in schema mvinc. Read under a SERIALIZABLE
+ * transaction's snapshot like any table, they would get SIREAD locks on
+ * their index pages and tuples, and an index page stands for many colfile
+ * tables' rows at once: two transactions on unrelated colfile tables would
+ * fail to serialize, and locks would run out many times sooner than heap's.
+ * So metadata is read without SIREAD locks (MvincUnlockedSnapshot and
+ * MvincUnlockedVisible, src/mvinc_unlocked.c). Heap's conflict-out check
+ * on the tuples a read meets is kept: a metadata tuple's inserter or
+ * deleter is the writer of the rows it describes (a row group's rows, a
+ * row's deletion or column update), so a reader that does not see it has
+ * read before that writer.
+ *
+ * The SIREAD locks go on the user's table instead, at heap's granularity:
+ * the relation for sequential (and sample and TID range) scans, the TID
+ * for rows fetched by TID (index scans, EvalPlanQual, TID scans). Writers
+ * check them as heap's do: inserts against the relation, deletes and
+ * updates against the row's TID. Compaction keeps every row's TID, so a
+ * TID lock stays on its row.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relscan.h"
+#include "storage/predicate.h"
+
+#include "mvinc.h"
+#include "colfile/colfile.h"
+
+/*
+ * A scan of rel begins: sequential, sample and TID range scans lock the
+ * whole relation (heap locks no TID range finer either), which also makes
+ * them conflict with later inserts.
+ */
+void
+ColfilePredicateLockScan(Relation rel, Snapshot snapshot, uint32 flags)
+{
+	if (flags & (SO_TYPE_SEQSCAN | SO_TYPE_SAMPLESCAN | SO_TYPE_TIDRANGESCAN))
+		PredicateLockRelation(rel, snapshot);
+}
+
+/* Row tid of rel, inserted by xmin, was read by TID under snapshot */
+void
+ColfilePredicateLockRow(Relation rel, ItemPointer tid, Snapshot snapshot,
+						TransactionId xmin)
+{
+	PredicateLockTID(rel, tid, snapshot, xmin);
+}
+
+/* Row tid of rel is about to be deleted or updated */
+void
+ColfileCheckRowConflictIn(Relation rel, ItemPointer tid)
+{
+	CheckForSerializableConflictIn(rel, tid, ItemPointerGetBlockNumber(tid));
+}
