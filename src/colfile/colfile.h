@@ -371,9 +371,11 @@ typedef struct ColfileExtent
 
 /* colfile_ssi.c */
 extern void ColfilePredicateLockScan(Relation rel, Snapshot snapshot, uint32 flags);
-extern void ColfilePredicateLockRow(Relation rel, ItemPointer tid, Snapshot snapshot,
-									TransactionId xmin);
+extern void ColfilePredicateLockRow(Relation rel, ItemPointer tid, Snapshot snapshot);
 extern void ColfileCheckRowConflictIn(Relation rel, ItemPointer tid);
+extern void ColfileCheckRowsConflictIn(Relation rel, const ColfileRowGroup *rg,
+									   const int32 *positions, int n);
+extern void ColfileCheckInsertConflictIn(Relation rel);
 
 /* colfile_storage.c */
 extern int64 ColfileReserveTidBlocks(Relation rel, int nblocks);

@@ -369,6 +369,8 @@ flush_column_buffer(ColumnBuffer *b, Relation rel)
 	for (int i = 0; i < b->n; i++)
 		fc.positions[i] = order[i].pos;
 	ColfileWriteColumnFile(rel, &fc);
+	/* readers that missed the file took their locks before: check them */
+	ColfileCheckRowsConflictIn(rel, &b->group, fc.positions, fc.n);
 	MemoryContextSwitchTo(old);
 	if (opened)
 		relation_close(rel, NoLock);

@@ -501,13 +501,12 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	 * As heap: an xid before waiting (so that SERIALIZABLE readers meeting
 	 * us as a running writer can conflict out to us), and the check for
 	 * SIREAD locks on the row (index reads) or the relation (scans, and a
-	 * view's stored read) after.
+	 * view's stored read) once the deletion is recorded (colfile_ssi.c).
 	 */
 	(void) GetCurrentTransactionId();
 	r = claim_row(rel, tid, tid, cid, LockTupleExclusive, snapshot, crosscheck, wait, tmfd);
 	if (r != TM_Ok)
 		return r;
-	ColfileCheckRowConflictIn(rel, tid);
 	if (changingPart)
 	{
 		/* as heap: whoever finds the row moved gets an error, not nothing */
@@ -518,6 +517,8 @@ colfile_tuple_delete(Relation rel, ItemPointer tid, CommandId cid,
 	}
 	else
 		ColfileInsertRowState(rel, tid, ROWSTATE_DELETED, NULL, cid);
+	/* after the record: a reader that missed it took its lock before */
+	ColfileCheckRowConflictIn(rel, tid);
 	UnlockTuple(rel, tid, ExclusiveLock);
 	ColfileLogRowChange(rel, 'd', tid, NULL);
 	pgstat_count_heap_delete(rel);
@@ -659,6 +660,7 @@ colfile_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 			ColfileBufferInsert(rel, slot, cid);
 			ColfileInsertCallDone(rel);
 			ColfileInsertRowState(rel, &old, ROWSTATE_UPDATED, &slot->tts_tid, cid);
+			ColfileCheckRowConflictIn(rel, &old);	/* as in colfile_tuple_delete */
 		}
 	}
 	PG_FINALLY();

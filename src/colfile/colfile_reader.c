@@ -659,16 +659,12 @@ ColfileFetchRowVersion(Relation rel, ItemPointer tid, Snapshot snapshot,
 {
 	Snapshot	files_as = NULL;
 
-	bool		found;
-
 	if (snapshot->snapshot_type == SNAPSHOT_ANY && ActiveSnapshotSet() &&
 		IsMVCCSnapshot(GetActiveSnapshot()))
 		files_as = GetActiveSnapshot();
-	found = fetch_row(rel, tid, snapshot, files_as, slot);
-	/* as heap_fetch: a row read by TID is SIREAD-locked (ours too: harmless) */
-	if (found)
-		ColfilePredicateLockRow(rel, tid, snapshot, InvalidTransactionId);
-	return found;
+	/* as heap_fetch, a row read by TID is SIREAD-locked: before (colfile_ssi.c) */
+	ColfilePredicateLockRow(rel, tid, snapshot);
+	return fetch_row(rel, tid, snapshot, files_as, slot);
 }
 
 /*

@@ -22,11 +22,23 @@
  * check them as heap's do: inserts against the relation, deletes and
  * updates against the row's TID. Compaction keeps every row's TID, so a
  * TID lock stays on its row.
+ *
+ * Order. Heap checks for SIREAD locks and makes its change visible under
+ * one buffer lock, and a reader locks and judges a tuple under the same
+ * lock, so a reader either holds its lock before the check or sees the
+ * change (and conflicts out). colfile has no such lock, and its changes
+ * reach the metadata later than the statement's call: inserts wait in a
+ * buffer, in-place column updates until the statement's end. So readers
+ * take their SIREAD lock before they read the metadata, and writers check
+ * again after the change is in the metadata (a row group, a deletion
+ * record, a column file): a reader that did not see the change took its
+ * lock before that check, which then finds it.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/relscan.h"
+#include "access/xact.h"
 #include "storage/predicate.h"
 
 #include "mvinc.h"
@@ -44,17 +56,43 @@ ColfilePredicateLockScan(Relation rel, Snapshot snapshot, uint32 flags)
 		PredicateLockRelation(rel, snapshot);
 }
 
-/* Row tid of rel, inserted by xmin, was read by TID under snapshot */
+/*
+ * Row tid of rel is about to be read by TID under snapshot: locked before
+ * its metadata is (see the file header), whether or not it turns out
+ * visible.
+ */
 void
-ColfilePredicateLockRow(Relation rel, ItemPointer tid, Snapshot snapshot,
-						TransactionId xmin)
+ColfilePredicateLockRow(Relation rel, ItemPointer tid, Snapshot snapshot)
 {
-	PredicateLockTID(rel, tid, snapshot, xmin);
+	PredicateLockTID(rel, tid, snapshot, InvalidTransactionId);
 }
 
-/* Row tid of rel is about to be deleted or updated */
+/* Row tid of rel was just deleted or updated (its record written) */
 void
 ColfileCheckRowConflictIn(Relation rel, ItemPointer tid)
 {
 	CheckForSerializableConflictIn(rel, tid, ItemPointerGetBlockNumber(tid));
+}
+
+/* The rows at positions of row group rg were updated in place (a column file) */
+void
+ColfileCheckRowsConflictIn(Relation rel, const ColfileRowGroup *rg,
+						   const int32 *positions, int n)
+{
+	if (!IsolationIsSerializable())
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		ItemPointerData tid;
+
+		ColfileGroupTid(rg, positions[i], &tid);
+		ColfileCheckRowConflictIn(rel, &tid);
+	}
+}
+
+/* New rows of rel were just made visible (a row group written) */
+void
+ColfileCheckInsertConflictIn(Relation rel)
+{
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 }

@@ -806,6 +806,8 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 	if (all_dead)
 		*all_dead = false;
 	ColfileCheckRewrite(rel, snapshot);
+	/* locked before the row is read (colfile_ssi.c), even if not visible */
+	ColfilePredicateLockRow(rel, tid, snapshot);
 	MemoryContextReset(f->tmp);
 	old = MemoryContextSwitchTo(f->tmp);
 	visible = ColfileRowVisible(rel, tid, snapshot, &rg);
@@ -820,7 +822,6 @@ colfile_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
 		slot->tts_tableOid = RelationGetRelid(rel);
 		return true;
 	}
-	ColfilePredicateLockRow(rel, tid, snapshot, rg.xmin);
 	if (f->cur == NULL || f->cur->rg.first_block != rg.first_block ||
 		f->cur->rg.seq != rg.seq)
 	{

@@ -153,6 +153,8 @@ ColfileWriteGroup(Relation rel, int64 first_block, int nrows,
 	rg.data_offset = data.len > 0 ? ColfileWriteBytes(rel, data.data, data.len) : 0;
 	ColfileInsertRowGroup(rel, &rg, cid);
 	ColfileUnlockSpace(rel, RowExclusiveLock);
+	/* readers that missed the group took their locks before: check them */
+	ColfileCheckInsertConflictIn(rel);
 	pfree(data.data);
 	pfree(rg.directory);
 }
