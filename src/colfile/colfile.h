@@ -239,7 +239,7 @@ typedef struct ColfileGroupCache
 	int		   *touched;		/* [natts] block last read for one value, or -1 */
 	MemoryContext cxt;
 	/* column files (colfile_column.c) */
-	List	   *files_loaded;	/* ColfileLoadedFile, any snapshot */
+	struct HTAB *files_loaded;	/* ColfileLoadedFile by file, any snapshot */
 	int			nvisible;		/* files overlaid, oldest first */
 	int			visible_cap;
 	int			nvisible_from;	/* ColfileOverlayChunk: oldest file to apply */

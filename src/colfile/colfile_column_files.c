@@ -464,7 +464,18 @@ ColfileFileSetTouches(ColfileFileSet *set, const ColfileRowGroup *rg,
 	return false;
 }
 
-/* Make files (of gc's group, oldest first) the ones gc overlays */
+/* An entry of a group's files_loaded: the file (in the file cache) is the key */
+typedef struct LoadedFileEntry
+{
+	ColfileColumnFile *f;
+	ColfileLoadedFile *loaded;
+} LoadedFileEntry;
+
+/*
+ * Make files (of gc's group, oldest first) the ones gc overlays. Called
+ * per fetch by TID, with every file of the group: looked up by hash, as a
+ * group may carry thousands of single-row updates' files until VACUUM.
+ */
 void
 ColfileGroupSetFiles(ColfileGroupCache *gc, ColfileColumnFile **files, int n)
 {
@@ -475,30 +486,29 @@ ColfileGroupSetFiles(ColfileGroupCache *gc, ColfileColumnFile **files, int n)
 		gc->visible = palloc(sizeof(ColfileLoadedFile *) * Max(n, 4));
 		gc->visible_cap = Max(n, 4);
 	}
+	if (gc->files_loaded == NULL && n > 0)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(ColfileColumnFile *);
+		ctl.entrysize = sizeof(LoadedFileEntry);
+		ctl.hcxt = gc->cxt;
+		gc->files_loaded = hash_create("colfile loaded files", Max(n, 16), &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
 	for (int i = 0; i < n; i++)
 	{
-		ColfileLoadedFile *have = NULL;
-		ListCell   *lc;
+		bool		found;
+		LoadedFileEntry *e = hash_search(gc->files_loaded, &files[i], HASH_ENTER, &found);
 
 		/* decoded columns of a file are kept: a file never changes */
-		foreach(lc, gc->files_loaded)
+		if (!found)
 		{
-			ColfileLoadedFile *g = lfirst(lc);
-
-			if (g->f == files[i])
-			{
-				have = g;
-				break;
-			}
+			e->loaded = palloc0(sizeof(ColfileLoadedFile));
+			e->loaded->f = files[i];
+			e->loaded->cols = palloc0(sizeof(ColfileDecoded *) * Max(files[i]->nattrs, 1));
 		}
-		if (have == NULL)
-		{
-			have = palloc0(sizeof(ColfileLoadedFile));
-			have->f = files[i];
-			have->cols = palloc0(sizeof(ColfileDecoded *) * Max(files[i]->nattrs, 1));
-			gc->files_loaded = lappend(gc->files_loaded, have);
-		}
-		gc->visible[i] = have;
+		gc->visible[i] = e->loaded;
 	}
 	gc->nvisible = n;
 	MemoryContextSwitchTo(old);
