@@ -349,6 +349,7 @@ flush_column_buffer(ColumnBuffer *b, Relation rel)
 	fc.relfilenode = b->relfilenode;
 	fc.first_block = b->first_block;
 	fc.group_seq = b->group_seq;
+	fc.seq = 0;
 	fc.cid = b->cid;
 	fc.n = b->n;
 	fc.nattrs = b->nattrs;

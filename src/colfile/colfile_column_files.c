@@ -141,7 +141,7 @@ ColfileWriteColumnFile(Relation rel, FileContent *fc)
 	values[0] = ObjectIdGetDatum(fc->relfilenode);
 	values[1] = Int64GetDatum(fc->first_block);
 	values[2] = Int32GetDatum(fc->n);
-	values[3] = Int64GetDatum(ColfileNextSeq());
+	values[3] = Int64GetDatum(fc->seq != 0 ? fc->seq : ColfileNextSeq());
 	values[5] = Int64GetDatum(data.len);
 	values[6] = PointerGetDatum(dir);
 	values[7] = Int64GetDatum(fc->group_seq);

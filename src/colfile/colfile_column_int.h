@@ -18,6 +18,7 @@ typedef struct FileContent
 	Oid			relfilenode;
 	int64		first_block;
 	int64		group_seq;
+	int64		seq;			/* 0: a new sequence number */
 	CommandId	cid;
 	int			n;
 	int32	   *positions;

@@ -87,11 +87,13 @@ recent_column_updates(Oid relfilenode, const ColfileRowGroup *rg,
  * transaction, SnapshotSelf), else settled (committed before oldest_xmin).
  * *files gets them (ColfileColumnFile, from the per-backend file cache),
  * *tids their tuples' TIDs, *bytes their bytes. False, and nothing listed,
- * when one does not pass.
+ * when one does not pass; with prefix, the files before the first one that
+ * does not pass are listed instead, and true returned.
  */
 static bool
 group_files_if(Relation rel, const ColfileRowGroup *rg, Snapshot snapshot,
-			   TransactionId oldest_xmin, List **files, List **tids, int64 *bytes)
+			   TransactionId oldest_xmin, bool prefix, List **files, List **tids,
+			   int64 *bytes)
 {
 	ColfileMetaRels ids;
 	Relation	meta;
@@ -136,13 +138,13 @@ group_files_if(Relation rel, const ColfileRowGroup *rg, Snapshot snapshot,
 	index_close(scan->irel, AccessShareLock);
 	systable_endscan_ordered(scan);
 	table_close(meta, AccessShareLock);
-	if (!passed)
+	if (!passed && !prefix)
 	{
 		*files = NIL;
 		*tids = NIL;
 		*bytes = 0;
 	}
-	return passed;
+	return passed || prefix;
 }
 
 /*
@@ -155,7 +157,7 @@ ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
 						  int64 *bytes)
 {
 	Assert(TransactionIdIsValid(oldest_xmin));
-	return group_files_if(rel, rg, SnapshotAny, oldest_xmin, files, tids, bytes);
+	return group_files_if(rel, rg, SnapshotAny, oldest_xmin, false, files, tids, bytes);
 }
 
 /*
@@ -167,7 +169,8 @@ bool
 ColfileOwnColumnFiles(Relation rel, const ColfileRowGroup *rg, List **files,
 					  List **tids, int64 *bytes)
 {
-	return group_files_if(rel, rg, SnapshotSelf, InvalidTransactionId, files, tids, bytes);
+	return group_files_if(rel, rg, SnapshotSelf, InvalidTransactionId, false, files, tids,
+						  bytes);
 }
 
 /* Delete the column file tuples at tids (ColfileSettledColumnFiles) */
@@ -189,14 +192,16 @@ ColfileDeleteColumnFileTuples(List *tids)
 }
 
 /*
- * VACUUM: merge the column files of row group rg into one when there are
- * two or more and every snapshot sees them all (written before oldest_xmin):
- * the new file holds, for every position and column any of them holds, the
- * value they give together, which every snapshot sees; the old tuples are
- * deleted in the same transaction. So a group's files stay few, and a fetch
- * lists one. The caller (ColfileCompact) runs it in a subtransaction it
- * keeps only if no row of the group got an update in place meanwhile (as
- * for its rewrites). Returns whether it merged.
+ * VACUUM: merge the oldest column files of row group rg, up to the first
+ * one some snapshot may not see (not committed before oldest_xmin), into
+ * one when there are two or more: the new file holds, for every position
+ * and column any of them holds, the value they give together, which every
+ * snapshot sees; the old tuples are deleted in the same transaction. The
+ * new file takes the sequence number of the newest file it replaces, so it
+ * keeps their place among the group's files: below every file it leaves
+ * (a running update's among them), which a reader overlays after it. So a
+ * group's files stay few even while it keeps being updated, and a fetch
+ * lists few. Returns whether it merged.
  */
 bool
 ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin)
@@ -209,9 +214,8 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext work;
 
-	if (!ColfileSettledColumnFiles(rel, rg, oldest_xmin, &files, &selves, &bytes) ||
-		list_length(files) < 2 ||
-		recent_column_updates(relfilenode, rg, oldest_xmin))
+	(void) group_files_if(rel, rg, SnapshotAny, oldest_xmin, true, &files, &selves, &bytes);
+	if (list_length(files) < 2)
 		return false;
 
 	work = AllocSetContextCreate(cxt, "colfile column file merge", ALLOCSET_DEFAULT_SIZES);
@@ -244,6 +248,7 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 		fc.relfilenode = relfilenode;
 		fc.first_block = rg->first_block;
 		fc.group_seq = rg->seq;
+		fc.seq = arr[i - 1]->seq;	/* the newest merged file's place */
 		fc.cid = GetCurrentCommandId(true);
 		fc.positions = palloc(sizeof(int32) * Max(rg->nrows, 1));
 		for (int p = 0; p < rg->nrows; p++)
@@ -269,9 +274,10 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 			}
 			i++;
 		}
+		/* the old tuples go first: the new one reuses a key of theirs */
+		ColfileDeleteColumnFileTuples(selves);
 		if (fc.nattrs > 0 && fc.n > 0)
 			ColfileWriteColumnFile(rel, &fc);
-		ColfileDeleteColumnFileTuples(selves);
 		MemoryContextSwitchTo(old);
 	}
 	MemoryContextDelete(work);

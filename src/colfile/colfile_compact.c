@@ -386,9 +386,10 @@ ColfileCompact(Relation rel, TransactionId oldest_xmin, int64 limit,
 	memset(result, 0, sizeof(*result));
 
 	/*
-	 * All of it in one subtransaction, kept only if no group it rewrote or
-	 * whose column files it merged got an update in place meanwhile (a
-	 * column-update record not older than the horizon): an updater that
+	 * All of it in one subtransaction, kept only if no group it rewrote got
+	 * an update in place meanwhile (a column-update record not older than
+	 * the horizon; merging a group's files keeps their order and minds no
+	 * updates, ColfileMergeColumnFiles): an updater that
 	 * claimed a row before the check makes us back off, one that claims
 	 * later finds its group being replaced and waits for us
 	 * (colfile_column.c). One for the whole compaction, not one per group:
@@ -525,16 +526,9 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 			TransactionIdDidCommit(rg->xmin))
 		{
 			fold_deletions(c, rg);
+			/* in-place updates meanwhile are fine: see ColfileMergeColumnFiles */
 			if (ColfileMergeColumnFiles(rel, rg, oldest_xmin))
-			{
-				MemoryContext old = MemoryContextSwitchTo(c->cxt);
-				ColfileRowGroup *copy = palloc(sizeof(ColfileRowGroup));
-
-				*copy = *rg;
-				c->touched = lappend(c->touched, copy);
-				MemoryContextSwitchTo(old);
 				c->res.groups_vectored++;
-			}
 		}
 	}
 }
