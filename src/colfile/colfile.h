@@ -284,6 +284,22 @@ extern bool ColfileIsColfileAm(Oid amoid);
 /* colfile_tableam.c */
 extern void ColfileSlotSetXmin(TupleTableSlot *slot, TransactionId xmin);
 
+/* colfile_group_memo.c */
+#define COLFILE_NO_GROUP PG_INT64_MIN
+typedef struct ColfileGroupMemoPlan
+{
+	bool		use;			/* the snapshot may use the memo */
+	bool		absent;			/* known: no group it sees owns the block */
+	int64		from;			/* else scan groups starting at or below */
+	int64		above;			/* and above this (COLFILE_NO_GROUP: no bound) */
+	uint64		generation;
+} ColfileGroupMemoPlan;
+extern void ColfileGroupMemoPlanFor(Oid relfilenode, int64 block, Snapshot snapshot,
+									ColfileGroupMemoPlan *plan);
+extern bool ColfileGroupMemoNote(const ColfileGroupMemoPlan *plan, Oid relfilenode,
+								 Snapshot snapshot, int64 block, int64 met, int64 met_last);
+extern void ColfileGroupMemoForget(void);
+
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);
 extern bool ColfileInserterAborted(HeapTupleHeader h);

@@ -49,6 +49,7 @@ colfile_xact_callback(XactEvent event, void *arg)
 			ColfileRowLocksXactEnd();
 			ColfileProjectionXactEnd();
 			ColfileReaderXactEnd();
+			ColfileGroupMemoForget();
 			break;
 		default:
 			break;
@@ -62,7 +63,11 @@ colfile_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 		ColfileWriterSubXact(true, mySubid, parentSubid);
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		ColfileWriterSubXact(false, mySubid, parentSubid);
+		/* our group tuples it inserted or deleted are seen otherwise now */
+		ColfileGroupMemoForget();
+	}
 }
 
 /* DROP TABLE: remove the table's metadata with the drop */

@@ -146,6 +146,7 @@ meta_relcache_inval(Datum arg, Oid relid)
 	{
 		cached_ids_valid = false;
 		dir_cache_stale = true;
+		ColfileGroupMemoForget();
 	}
 }
 
@@ -263,6 +264,8 @@ ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid)
 	values[5] = Int64GetDatum(rg->data_length);
 	values[6] = PointerGetDatum(rg->directory);
 	tup = heap_form_tuple(RelationGetDescr(meta), values, nulls);
+	/* (cid may be older than snapshots the memo knows: they would see it) */
+	ColfileGroupMemoForget();
 	insert_with_index(meta, ids.rowgroup_idx, tup, cid, values, nulls, true);
 	heap_freetuple(tup);
 	table_close(meta, RowExclusiveLock);
@@ -496,7 +499,9 @@ ColfileCompletedSince(uint64 mark)
 /*
  * Find the row group owning TID block 'block' visible under snapshot. With
  * a dirty snapshot, the snapshot's xmin/xmax report the inserter, as heap
- * does for a tuple.
+ * does for a tuple. An MVCC snapshot's lookups are memoized: the index
+ * entries of rows inserted after an old snapshot point into groups it does
+ * not see, and each would walk back over all of them (colfile_group_memo.c).
  */
 bool
 ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
@@ -506,18 +511,27 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	Relation	meta,
 				idx;
 	SysScanDesc scan;
-	ScanKeyData key[2];
+	ScanKeyData key[3];
+	int			nkeys = 2;
 	HeapTuple	tup;
 	bool		found = false;
 	bool		look_again;
+	ColfileGroupMemoPlan memo;
+	int64		met = COLFILE_NO_GROUP;
 
+	ColfileGroupMemoPlanFor(relfilenode, block, snapshot, &memo);
+	if (memo.absent)
+		return false;
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, AccessShareLock);
 	idx = index_open(ids.rowgroup_idx, AccessShareLock);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTLessEqualStrategyNumber, F_INT8LE,
-				Int64GetDatum(block));
+				Int64GetDatum(memo.from));
+	if (memo.above != COLFILE_NO_GROUP)
+		ScanKeyInit(&key[nkeys++], 2, BTGreaterStrategyNumber, F_INT8GT,
+					Int64GetDatum(memo.above));
 
 	/*
 	 * Outside MVCC, a missed replacement is looked for again (see
@@ -536,7 +550,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 			mark = ColfileCompletionMark();
 		look_again = false;
 		found = false;
-		scan = systable_beginscan_ordered(meta, idx, MvincUnlockedSnapshot(snapshot), 2, key);
+		scan = systable_beginscan_ordered(meta, idx, MvincUnlockedSnapshot(snapshot), nkeys, key);
 		while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
 		{
 			if (!MvincUnlockedVisible(scan, tup, snapshot))
@@ -556,6 +570,7 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 			break;
 		}
 		systable_endscan_ordered(scan);
+		met = found ? rg->first_block : COLFILE_NO_GROUP;
 		if (found && block > ColfileGroupLastBlock(rg))
 			found = false;
 		if (!found && TransactionIdIsValid(compactor))
@@ -570,6 +585,22 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	} while (!found && look_again);
 	index_close(idx, AccessShareLock);
 	table_close(meta, AccessShareLock);
+	if (memo.use && !found)
+	{
+		bool		noted = ColfileGroupMemoNote(&memo, relfilenode, snapshot, block, met,
+												 met != COLFILE_NO_GROUP ? ColfileGroupLastBlock(rg) : 0);
+
+		/*
+		 * Nothing seen down to where the memo knows the answer: now it
+		 * knows block's (had it been dropped, the lookup is a full one).
+		 */
+		if (memo.above != COLFILE_NO_GROUP && met == COLFILE_NO_GROUP)
+		{
+			if (!noted)
+				ColfileGroupMemoForget();
+			return ColfileFindRowGroup(relfilenode, block, snapshot, rg);
+		}
+	}
 
 	/*
 	 * A dirty snapshot reports what it met in the group tuple. Only VACUUM
@@ -884,6 +915,7 @@ ColfileCopyMetadata(Oid from, Oid to)
 	Oid			idxs[N_METADATA_TABLES];
 	CommandId	cid = GetCurrentCommandId(true);
 
+	ColfileGroupMemoForget();	/* inserts group tuples (as ColfileInsertRowGroup) */
 	CommandCounterIncrement();
 	(void) all_metadata_tables(tabs, idxs);
 	for (int i = 0; i < 3; i++)	/* not the row locks */
