@@ -611,7 +611,10 @@ extern void ColfileOverlayChunk(Relation rel, ColfileGroupCache *gc, int a,
 extern ColfileDecoded *ColfileDecodeColumn(Relation rel, ColfileGroupCache *gc, int a,
 										   TupleDesc sdesc);
 extern bool ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg,
-									TransactionId oldest_xmin);
+									TransactionId oldest_xmin, int min_files);
+/* files of a group that make a statement merge them (ColfileMergeManyColumnFiles) */
+#define COLFILE_WRITER_MERGE_FILES 64
+extern void ColfileMergeManyColumnFiles(Relation rel, ColfileRowGroup *rg);
 extern bool ColfileSettledColumnFiles(Relation rel, const ColfileRowGroup *rg,
 									  TransactionId oldest_xmin, List **files,
 									  List **tids, int64 *bytes);

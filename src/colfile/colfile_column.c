@@ -305,9 +305,12 @@ posidx_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/* Write out a column buffer as one column file */
+/*
+ * Write out a column buffer as one column file; at a statement's end
+ * (may_merge), then merge the group's files if it holds many
+ */
 static void
-flush_column_buffer(ColumnBuffer *b, Relation rel)
+flush_column_buffer(ColumnBuffer *b, Relation rel, bool may_merge)
 {
 	bool		opened = false;
 	MemoryContext old;
@@ -373,6 +376,8 @@ flush_column_buffer(ColumnBuffer *b, Relation rel)
 	/* readers that missed the file took their locks before: check them */
 	ColfileCheckRowsConflictIn(rel, &b->group, fc.positions, fc.n);
 	MemoryContextSwitchTo(old);
+	if (may_merge)
+		ColfileMergeManyColumnFiles(rel, &b->group);
 	if (opened)
 		relation_close(rel, NoLock);
 	drop_column_buffer(b);
@@ -662,7 +667,7 @@ flush_buffers(FlushWhich which, CommandId cid, Oid relid)
 			mine = lappend(mine, b);
 	}
 	foreach(lc, mine)
-		flush_column_buffer(lfirst(lc), NULL);
+		flush_column_buffer(lfirst(lc), NULL, which == FLUSH_COMMAND);
 	list_free(mine);
 }
 
@@ -704,7 +709,7 @@ ColfileColumnFlushForTid(Oid relid, ItemPointer tid)
 		pos = ColfileGroupPos(&b->group, tid);
 		if (pos >= 0 && bms_is_member(pos, b->posset))
 		{
-			flush_column_buffer(b, NULL);
+			flush_column_buffer(b, NULL, false);
 			return;
 		}
 	}

@@ -204,7 +204,8 @@ ColfileDeleteColumnFileTuples(List *tids)
  * lists few. Returns whether it merged.
  */
 bool
-ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin)
+ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_xmin,
+						int min_files)
 {
 	Oid			relfilenode = rel->rd_node.relNode;
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -215,7 +216,7 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 	MemoryContext work;
 
 	(void) group_files_if(rel, rg, SnapshotAny, oldest_xmin, true, &files, &selves, &bytes);
-	if (list_length(files) < 2)
+	if (list_length(files) < Max(min_files, 2))
 		return false;
 
 	work = AllocSetContextCreate(cxt, "colfile column file merge", ALLOCSET_DEFAULT_SIZES);
@@ -282,6 +283,29 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 	}
 	MemoryContextDelete(work);
 	return true;
+}
+
+/*
+ * A statement just wrote a column file for row group rg: when the group
+ * holds COLFILE_WRITER_MERGE_FILES settled files or more, merge them now,
+ * as VACUUM would, instead of letting every fetch of the group list them
+ * all until the next VACUUM (single-row UPDATEs by key add a file each).
+ * Only under ShareUpdateExclusiveLock, VACUUM's, taken without waiting:
+ * one merger at a time (two would delete the same file tuples), and none
+ * while VACUUM or a compaction runs. Kept to the end of the transaction
+ * when it merged, since its changes are not committed before. Not under
+ * SERIALIZABLE: other readers would meet the merge as a write of ours and
+ * conflict out to us.
+ */
+void
+ColfileMergeManyColumnFiles(Relation rel, ColfileRowGroup *rg)
+{
+	if (IsolationIsSerializable() ||
+		!ConditionalLockRelation(rel, ShareUpdateExclusiveLock))
+		return;
+	if (!ColfileMergeColumnFiles(rel, rg, GetOldestNonRemovableTransactionId(rel),
+								 COLFILE_WRITER_MERGE_FILES))
+		UnlockRelation(rel, ShareUpdateExclusiveLock);
 }
 
 /* Delete the column files of a row group (VACUUM drops the group) */

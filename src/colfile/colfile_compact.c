@@ -527,7 +527,7 @@ compact_groups(Compactor *c, Relation rel, TransactionId oldest_xmin, int64 limi
 		{
 			fold_deletions(c, rg);
 			/* in-place updates meanwhile are fine: see ColfileMergeColumnFiles */
-			if (ColfileMergeColumnFiles(rel, rg, oldest_xmin))
+			if (ColfileMergeColumnFiles(rel, rg, oldest_xmin, 2))
 				c->res.groups_vectored++;
 		}
 	}
