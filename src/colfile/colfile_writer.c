@@ -40,6 +40,8 @@ typedef struct WriteBuffer
 	SubTransactionId subid;
 	bool		flush_each;		/* exclusion index: flush per insert call */
 	bool		reserved;		/* unique index: reservation row written */
+	bool		ssi_only;		/* the reservation is only for SERIALIZABLE
+								 * readers (no unique index): it may extend */
 	int64		first_block;
 	int			nblocks;		/* of TID space it may use */
 	int			max_rows;		/* rows that fit in them, at most a group */
@@ -217,11 +219,14 @@ extend_buffer(Relation rel, WriteBuffer *b)
 	int64		first;
 
 	/*
-	 * Not with a reservation tuple (unique index): one for the new blocks
-	 * would sort inside the group, and could not be deleted in the command
-	 * that inserted it
+	 * Not with a reservation tuple for uniqueness checks (unique index):
+	 * one for the new blocks would sort inside the group, and could not be
+	 * deleted in the command that inserted it. One only for SERIALIZABLE
+	 * readers needs none for them: a lookup of a TID there passes over it
+	 * still (and finds the group, which sorts after it, once written).
 	 */
-	if (more <= 0 || b->flush_each || b->reserved || ts->next != ts->end)
+	if (more <= 0 || b->flush_each || (b->reserved && !b->ssi_only) ||
+		ts->next != ts->end)
 		return false;
 	first = ColfileReserveTidBlocks(rel, more);
 	ts->last_size = Max(ts->last_size, more);
@@ -334,7 +339,15 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 			b->run_start = b->space->run_start;
 			b->first_block = b->space->next;
 			b->nblocks = (int) (b->space->end - b->space->next);
-			if (unique && !exclusion)
+			/*
+			 * Also under SERIALIZABLE, for readers that find a buffered
+			 * row's index entry (the executor makes it at once) and lock
+			 * its TID: the check when the group is written looks at the
+			 * relation's locks only, so they must meet the reservation
+			 * and conflict out to us, as heap's fetch meets the running
+			 * inserter's tuple (colfile_ssi.c)
+			 */
+			if ((unique || IsolationIsSerializable()) && !exclusion)
 			{
 				/* a group's blocks at most: see TidSpace */
 				b->nblocks = Min(b->nblocks, (colfile_rows_per_group + COLFILE_ROWS_PER_BLOCK - 1) /
@@ -343,6 +356,7 @@ ColfileBufferInsert(Relation rel, TupleTableSlot *slot, CommandId cid)
 				b->space->res_subid = GetCurrentSubTransactionId();
 				b->space->res_end = b->first_block + b->nblocks;
 				b->reserved = true;
+				b->ssi_only = !unique;
 			}
 			b->max_rows = Min(colfile_rows_per_group, b->nblocks * COLFILE_ROWS_PER_BLOCK);
 		}
