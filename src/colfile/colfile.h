@@ -38,9 +38,9 @@
  *	  reads one block per needed column, and decodes only its own value
  *	  when the block has a random-access encoding.
  *
- * SERIALIZABLE works through the metadata tables: scans read them under the
- * transaction snapshot, so SSI's predicate locks and conflict checks on
- * them see every row group and deletion (coarser than heap, never weaker).
+ * SERIALIZABLE: colfile takes SSI's SIREAD locks on the table as heap does
+ * and none on the shared metadata, which it reads without them but with
+ * heap's conflict-out check on every tuple it meets (colfile_ssi.c).
  *
  * Not supported (refused with an error): unlogged tables. TABLESAMPLE
  * samples runs of 291 rows in row-group order as its blocks.

@@ -706,8 +706,8 @@ ColfileListGroups(Relation rel, Snapshot snapshot)
 	all = ColfileListRowGroups(rel->rd_node.relNode, snapshot);
 
 	/*
-	 * (Listed all the same: a SERIALIZABLE reader's predicate locks on the
-	 * metadata are what its writers conflict with, empty table or not.)
+	 * (Listed all the same: a SERIALIZABLE reader conflicts out to the
+	 * writers of the tuples it meets, empty table or not.)
 	 */
 	if (floor < 0)
 		return NIL;
