@@ -40,127 +40,33 @@ INSERT INTO steps VALUES
 	(10, 'UPDATE %I SET w = ''x'' WHERE v > 90', 'on'),
 	(11, 'SELECT count(*) FROM %I TABLESAMPLE SYSTEM (100)', 'on');
 SET enable_bitmapscan = off;
-\set step 1
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 2
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 3
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 4
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 5
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 6
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 7
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 8
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 9
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 10
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
-\set step 11
-SELECT stmt, seqscan FROM steps WHERE n = :step \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'c')) AS c_locks \gset
-ROLLBACK;
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SET LOCAL enable_seqscan = :seqscan;
-SELECT sireads_after(format(:'stmt', 'h')) AS h_locks \gset
-ROLLBACK;
-SELECT :step AS step, :'c_locks' = :'h_locks' AS as_heap, :'c_locks' AS locks;
+-- each statement in a fresh SERIALIZABLE transaction (the default, for
+-- the transactions the procedure starts), rolled back
+CREATE PROCEDURE compare_locks() LANGUAGE plpgsql AS $$
+DECLARE
+	stmts text[];
+	seqscans text[];
+	c_locks text[] := '{}';
+	h_locks text[] := '{}';
+BEGIN
+	SELECT array_agg(stmt ORDER BY n), array_agg(seqscan ORDER BY n)
+	  INTO stmts, seqscans FROM steps;
+	COMMIT;
+	FOR i IN 1 .. array_length(stmts, 1) LOOP
+		PERFORM set_config('enable_seqscan', seqscans[i], true);
+		c_locks := c_locks || sireads_after(format(stmts[i], 'c'));
+		ROLLBACK;
+		PERFORM set_config('enable_seqscan', seqscans[i], true);
+		h_locks := h_locks || sireads_after(format(stmts[i], 'h'));
+		ROLLBACK;
+	END LOOP;
+	INSERT INTO lock_lists SELECT * FROM unnest(c_locks, h_locks) WITH ORDINALITY;
+END $$;
+CREATE TABLE lock_lists (c_locks text, h_locks text, step int);
+SET default_transaction_isolation = serializable;
+CALL compare_locks();
+RESET default_transaction_isolation;
+SELECT step, c_locks = h_locks AS as_heap, c_locks AS locks FROM lock_lists ORDER BY step;
 -- a TID range scan locks the relation (heap takes no lock at all there)
 BEGIN ISOLATION LEVEL SERIALIZABLE;
 SELECT sireads_after('SELECT count(*) FROM c WHERE ctid < ''(0,50)''');
@@ -172,5 +78,6 @@ DECLARE cur CURSOR FOR SELECT v FROM c WHERE id > 95 ORDER BY id;
 FETCH 2 FROM cur;
 SELECT sireads_after('SELECT 1');
 ROLLBACK;
+DROP PROCEDURE compare_locks();
 DROP FUNCTION sireads_after(text);
-DROP TABLE c, h, steps;
+DROP TABLE c, h, steps, lock_lists;
