@@ -38,19 +38,19 @@
  * the metadata tables forgets all too. Only SNAPSHOT_MVCC snapshots use
  * the memo; memory is bounded by MEMO_ENTRIES x MEMO_SPANS.
  *
- * Not under SERIALIZABLE: there a lookup conflicts out to the writer of
- * every group tuple it meets and does not see (MvincUnlockedVisible), as
- * heap's index fetch does on the tuple itself, and that is how a reader
+ * Under SERIALIZABLE a lookup must also conflict out to the writer of the
+ * group tuple that would own its block, seen or not (MvincUnlockedVisible),
+ * as heap's index fetch does on the tuple itself: that is how a reader
  * learns of a concurrent writer whose row it meets in the index after the
  * writer's checks ran (colfile_ssi.c). A concurrent writer may add a group
  * inside a span learned earlier (TID space it reserved before, below
- * blocks looked up since): answered from the memo, its tuple would go
- * unmet and the conflict unrecorded.
+ * blocks looked up since), which the memo would skip: ColfileFindRowGroup
+ * meets those tuples first (the nearest at or below the block: one index
+ * probe), then asks the memo.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "utils/memutils.h"
 #include "utils/snapshot.h"
 
@@ -226,7 +226,7 @@ ColfileGroupMemoPlanFor(Oid relfilenode, int64 block, Snapshot snapshot,
 	MemoEntry  *e;
 	int			i;
 
-	plan->use = snapshot->snapshot_type == SNAPSHOT_MVCC && !IsolationIsSerializable();
+	plan->use = snapshot->snapshot_type == SNAPSHOT_MVCC;
 	plan->absent = false;
 	plan->from = block;
 	plan->above = COLFILE_NO_GROUP;

@@ -497,6 +497,41 @@ ColfileCompletedSince(uint64 mark)
 }
 
 /*
+ * SERIALIZABLE: meet the group tuples that would own block, seen by
+ * snapshot or not (the nearest at or below it, every version of it), so
+ * that their writers are conflicted out to (MvincUnlockedVisible) as
+ * heap's fetch conflicts out to the writers of the tuple it reads, even
+ * when the memo answers the lookup without walking down to them.
+ */
+static void
+meet_owner_tuples(Relation meta, Relation idx, Oid relfilenode, int64 block,
+				  Snapshot snapshot)
+{
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int64		first = COLFILE_NO_GROUP;
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relfilenode));
+	ScanKeyInit(&key[1], 2, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(block));
+	scan = systable_beginscan_ordered(meta, idx, MvincUnlockedSnapshot(snapshot), 2, key);
+	while ((tup = systable_getnext_ordered(scan, BackwardScanDirection)) != NULL)
+	{
+		bool		isnull;
+		int64		first_block = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(meta),
+															 &isnull));
+
+		if (first != COLFILE_NO_GROUP && first_block != first)
+			break;
+		first = first_block;
+		(void) MvincUnlockedVisible(scan, tup, snapshot);
+	}
+	systable_endscan_ordered(scan);
+}
+
+/*
  * Find the row group owning TID block 'block' visible under snapshot. With
  * a dirty snapshot, the snapshot's xmin/xmax report the inserter, as heap
  * does for a tuple. An MVCC snapshot's lookups are memoized: the index
@@ -520,11 +555,17 @@ ColfileFindRowGroup(Oid relfilenode, int64 block, Snapshot snapshot,
 	int64		met = COLFILE_NO_GROUP;
 
 	ColfileGroupMemoPlanFor(relfilenode, block, snapshot, &memo);
-	if (memo.absent)
-		return false;
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowgroup, AccessShareLock);
 	idx = index_open(ids.rowgroup_idx, AccessShareLock);
+	if (memo.use && IsolationIsSerializable())
+		meet_owner_tuples(meta, idx, relfilenode, block, snapshot);
+	if (memo.absent)
+	{
+		index_close(idx, AccessShareLock);
+		table_close(meta, AccessShareLock);
+		return false;
+	}
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relfilenode));
 	ScanKeyInit(&key[1], 2, BTLessEqualStrategyNumber, F_INT8LE,
