@@ -229,6 +229,22 @@ ColfileFileTupleGone(HeapTupleHeader h)
 }
 
 /*
+ * Is a file tuple being deleted by another transaction still running (a
+ * merge of the group's files that has not ended)?
+ */
+bool
+ColfileFileTupleBeingDeleted(HeapTupleHeader h)
+{
+	TransactionId xmax;
+
+	if ((h->t_infomask & HEAP_XMAX_INVALID) || HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+		return false;
+	xmax = HeapTupleHeaderGetUpdateXid(h);
+	return TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdIsInProgress(xmax);
+}
+
+/*
  * May a lookup under a non-MVCC snapshot overlay this file? Only files of
  * committed transactions and of this one: never another transaction's
  * uncommitted values.

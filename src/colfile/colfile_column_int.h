@@ -39,6 +39,7 @@ typedef struct ColfileLoadedFile
 extern TupleDesc ColfileSubsetDesc(TupleDesc desc, int nattrs, const AttrNumber *attnums);
 extern void ColfileWriteColumnFile(Relation rel, FileContent *fc);
 extern bool ColfileFileTupleGone(HeapTupleHeader h);
+extern bool ColfileFileTupleBeingDeleted(HeapTupleHeader h);
 extern ColfileColumnFile *ColfileFileFromTuple(Relation meta, HeapTuple tup);
 extern void ColfileGroupSetFiles(ColfileGroupCache *gc, ColfileColumnFile **files, int n);
 extern void ColfileFileCacheXactEnd(void);

@@ -121,8 +121,10 @@ group_files_if(Relation rel, const ColfileRowGroup *rg, Snapshot snapshot,
 
 		if (ColfileFileTupleGone(tup->t_data))
 			continue;
+		/* another merge's, not ended: its files are not ours to delete */
 		if (TransactionIdIsValid(oldest_xmin) ?
-			(!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin)) :
+			(!TransactionIdPrecedes(xmin, oldest_xmin) || !TransactionIdDidCommit(xmin) ||
+			 ColfileFileTupleBeingDeleted(tup->t_data)) :
 			!TransactionIdIsCurrentTransactionId(xmin))
 		{
 			passed = false;
@@ -291,11 +293,12 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
  * as VACUUM would, instead of letting every fetch of the group list them
  * all until the next VACUUM (single-row UPDATEs by key add a file each).
  * Only under ShareUpdateExclusiveLock, VACUUM's, taken without waiting:
- * one merger at a time (two would delete the same file tuples), and none
- * while VACUUM or a compaction runs. Kept to the end of the transaction
- * when it merged, since its changes are not committed before. Not under
- * SERIALIZABLE: other readers would meet the merge as a write of ours and
- * conflict out to us.
+ * one merger at a time, and none while VACUUM or a compaction runs. It is
+ * released at once (held to the end of the transaction, an UPDATE would
+ * block ANALYZE and VACUUM, and deadlock with them): a later merger, or
+ * VACUUM, leaves the files whose deletion by a merge still runs alone
+ * (group_files_if). Not under SERIALIZABLE: other readers would meet the
+ * merge as a write of ours and conflict out to us.
  */
 void
 ColfileMergeManyColumnFiles(Relation rel, ColfileRowGroup *rg)
@@ -303,9 +306,9 @@ ColfileMergeManyColumnFiles(Relation rel, ColfileRowGroup *rg)
 	if (IsolationIsSerializable() ||
 		!ConditionalLockRelation(rel, ShareUpdateExclusiveLock))
 		return;
-	if (!ColfileMergeColumnFiles(rel, rg, GetOldestNonRemovableTransactionId(rel),
-								 COLFILE_WRITER_MERGE_FILES))
-		UnlockRelation(rel, ShareUpdateExclusiveLock);
+	(void) ColfileMergeColumnFiles(rel, rg, GetOldestNonRemovableTransactionId(rel),
+								   COLFILE_WRITER_MERGE_FILES);
+	UnlockRelation(rel, ShareUpdateExclusiveLock);
 }
 
 /* Delete the column files of a row group (VACUUM drops the group) */
