@@ -421,8 +421,15 @@ static TransactionId bound_group_xid = InvalidTransactionId;
 static bool
 same_positions(const ColfileRowGroup *a, const ColfileRowGroup *b)
 {
+	ItemPointerData self_a = a->self,
+				self_b = b->self;
+
 	if (a->first_block != b->first_block || a->nrows != b->nrows)
 		return false;
+	/* the same tuple, or both uncompacted (rows at first_block onwards) */
+	if (ItemPointerEquals(&self_a, &self_b) ||
+		(a->rowids_off == 0 && b->rowids_off == 0))
+		return true;
 	for (int pos = 0; pos < a->nrows; pos++)
 	{
 		ItemPointerData ta,
