@@ -176,9 +176,10 @@ ColfileWriteColumnFile(Relation rel, FileContent *fc)
  * TID lists its group's files each time, and deforming their position
  * arrays again each time cost more than the lookup. A file tuple never
  * changes once inserted, so (relfilenode, seq, xmin) names one file for
- * good. Entries are freed only at transaction end (loaded groups point at
- * them), then all at once when the cache outgrew FILE_CACHE_BYTES or the
- * metadata tables were invalidated.
+ * good; a merged file takes the seq of a file it replaces, so xmin is the
+ * raw one too (frozen, HeapTupleHeaderGetXmin gives both the same).
+ * Entries are freed only at transaction end (loaded groups point at them),
+ * then all at once when the cache outgrew FILE_CACHE_BYTES.
  */
 #define FILE_CACHE_BYTES (16 * 1024 * 1024)
 
@@ -186,6 +187,7 @@ typedef struct FileCacheKey
 {
 	Oid			relfilenode;
 	TransactionId xmin;
+	TransactionId raw_xmin;		/* frozen files too: a merged one reuses seq */
 	int64		seq;
 } FileCacheKey;
 
@@ -297,6 +299,7 @@ ColfileFileFromTuple(Relation meta, HeapTuple tup)
 	key.relfilenode = DatumGetObjectId(heap_getattr(tup, 1, RelationGetDescr(meta), &isnull));
 	key.seq = DatumGetInt64(heap_getattr(tup, 4, RelationGetDescr(meta), &isnull));
 	key.xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	key.raw_xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
 	e = hash_search(file_cache, &key, HASH_ENTER, &found);
 	if (found)
 		return e->f;
