@@ -141,15 +141,19 @@ ColfileWriteColumnFile(Relation rel, FileContent *fc)
 	values[0] = ObjectIdGetDatum(fc->relfilenode);
 	values[1] = Int64GetDatum(fc->first_block);
 	values[2] = Int32GetDatum(fc->n);
-	values[3] = Int64GetDatum(fc->seq != 0 ? fc->seq : ColfileNextSeq());
 	values[5] = Int64GetDatum(data.len);
 	values[6] = PointerGetDatum(dir);
 	values[7] = Int64GetDatum(fc->group_seq);
 	values[8] = PointerGetDatum(construct_array(att, fc->nattrs, INT2OID, 2, true, TYPALIGN_SHORT));
 	values[9] = PointerGetDatum(pos);
 
-	/* VACUUM must not list the bytes as free before the tuple exists */
+	/*
+	 * VACUUM must not list the bytes as free before the tuple exists, and
+	 * a merge of the group's files must not list them between the new
+	 * sequence number and the tuple (ColfileMergeColumnFiles)
+	 */
 	ColfileLockSpace(rel, RowExclusiveLock);
+	values[3] = Int64GetDatum(fc->seq != 0 ? fc->seq : ColfileNextSeq());
 	offset = data.len > 0 ? ColfileWriteBytes(rel, data.data, data.len) : 0;
 	values[4] = Int64GetDatum(offset);
 	meta = table_open(ids.colfile, RowExclusiveLock);

@@ -217,7 +217,15 @@ ColfileMergeColumnFiles(Relation rel, ColfileRowGroup *rg, TransactionId oldest_
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext work;
 
+	/*
+	 * A writer takes its file's sequence number and inserts the tuple under
+	 * the space lock (ColfileWriteColumnFile): listed without one, a file
+	 * numbered but not yet inserted would be missed, and a settled file
+	 * numbered after it merged into a file that sorts above it.
+	 */
+	ColfileLockSpace(rel, ShareLock);
 	(void) group_files_if(rel, rg, SnapshotAny, oldest_xmin, true, &files, &selves, &bytes);
+	ColfileUnlockSpace(rel, ShareLock);
 	if (list_length(files) < Max(min_files, 2))
 		return false;
 
