@@ -35,3 +35,17 @@ SELECT column_files = :before + 1 AS only_added FROM mvinc.colfile_stats('hu');
 COMMIT;
 SELECT * FROM mvinc.colfile_check('hu');
 DROP TABLE hu, hu_heap;
+-- a merged file takes the seq of the newest file it replaces: once both
+-- tuples are frozen, a backend that cached the old file must not take it
+-- for the merged one (the per-backend file cache keys on the raw xmin)
+CREATE TABLE fz (id int, v int) USING colfile WITH (autovacuum_enabled = off);
+INSERT INTO fz SELECT g, 0 FROM generate_series(1, 100) g;
+UPDATE fz SET v = 1 WHERE id = 1;
+UPDATE fz SET v = 2 WHERE id = 2;
+VACUUM FREEZE mvinc.colfile_colfile;
+SELECT * FROM fz WHERE id IN (1, 2) ORDER BY id;
+VACUUM fz;
+VACUUM FREEZE mvinc.colfile_colfile;
+SELECT column_files FROM mvinc.colfile_stats('fz');
+SELECT * FROM fz WHERE id IN (1, 2) ORDER BY id;
+DROP TABLE fz;
