@@ -34,6 +34,27 @@ extern Snapshot MvincUnlockedSnapshot(Snapshot snapshot);
 extern bool MvincUnlockedVisible(struct SysScanDescData *scan, HeapTuple tup,
 								 Snapshot snapshot);
 
+/*
+ * What an MVCC snapshot sees, as a key for memos of visibility-dependent
+ * answers (mvinc_snapshot_key.c). Zero-initialise before the first Set.
+ */
+typedef struct MvincSnapshotKey
+{
+	TransactionId xmin;
+	TransactionId xmax;
+	CommandId	curcid;
+	bool		suboverflowed;
+	bool		takenDuringRecovery;
+	uint32		xcnt;
+	int32		subxcnt;
+	TransactionId *xids;		/* xip, then the subxip it keeps */
+} MvincSnapshotKey;
+
+extern void MvincSnapshotKeySet(MvincSnapshotKey *key, Snapshot snapshot,
+								MemoryContext cxt);
+extern bool MvincSnapshotKeyMatches(const MvincSnapshotKey *key, Snapshot snapshot);
+extern void MvincSnapshotKeyFree(MvincSnapshotKey *key);
+
 /* Subsystem initialisation, called from _PG_init in this order. */
 extern void MvincCaptureInit(void);
 extern void MvincMvInit(void);

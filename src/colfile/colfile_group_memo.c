@@ -21,9 +21,9 @@
  * Spans are kept per (relfilenode, snapshot) and are only as good as the
  * visibility they were read under: they must not outlive a change of what
  * the snapshot sees. What an MVCC snapshot sees of other transactions is
- * fixed by its contents (xmin, xmax, xip, subxip: equal contents, equal
- * visibility, as GetSnapshotDataReuse relies on; snapXactCompletionCount
- * is no help, copies have it 0). What it sees of our own transaction also
+ * fixed by its contents (MvincSnapshotKey, mvinc_snapshot_key.c: xmin,
+ * xmax, xip, subxip; equal contents, equal visibility, as
+ * GetSnapshotDataReuse relies on). What it sees of our own transaction also
  * depends on curcid (part of the key) and changes only when
  *  - we insert a group tuple with a command id older than the current one
  *    (a write buffer flushed late: ColfileInsertRowGroup forgets all),
@@ -54,6 +54,7 @@
 #include "utils/memutils.h"
 #include "utils/snapshot.h"
 
+#include "mvinc.h"
 #include "colfile/colfile.h"
 
 #define MEMO_ENTRIES 4			/* (relfilenode, snapshot) pairs kept */
@@ -72,16 +73,7 @@ typedef struct MemoEntry
 	bool		used;
 	Oid			relfilenode;
 	uint64		last_use;
-	/* the snapshot's contents */
-	TransactionId xmin;
-	TransactionId xmax;
-	CommandId	curcid;
-	uint32		xcnt;
-	int32		subxcnt;
-	bool		suboverflowed;
-	bool		takenDuringRecovery;
-	TransactionId *xip;
-	TransactionId *subxip;		/* NULL when the snapshot has none copied */
+	MvincSnapshotKey snapshot;	/* what its snapshot sees (ids in memo_cxt) */
 	/* spans by start, disjoint */
 	int			nspans;
 	int			maxspans;
@@ -94,40 +86,12 @@ static uint64 memo_clock = 0;
 static uint64 memo_generation = 1;
 static bool memo_empty = true;
 
-/* Is subxip part of the snapshot's visibility (see CopySnapshot)? */
-static inline bool
-uses_subxip(Snapshot snapshot)
-{
-	return snapshot->subxcnt > 0 &&
-		(!snapshot->suboverflowed || snapshot->takenDuringRecovery);
-}
-
-static bool
-same_snapshot(const MemoEntry *e, Snapshot snapshot)
-{
-	if (e->xmin != snapshot->xmin || e->xmax != snapshot->xmax ||
-		e->curcid != snapshot->curcid || e->xcnt != snapshot->xcnt ||
-		e->subxcnt != snapshot->subxcnt ||
-		e->suboverflowed != snapshot->suboverflowed ||
-		e->takenDuringRecovery != snapshot->takenDuringRecovery)
-		return false;
-	if (e->xcnt > 0 &&
-		memcmp(e->xip, snapshot->xip, sizeof(TransactionId) * e->xcnt) != 0)
-		return false;
-	if ((e->subxip != NULL) != uses_subxip(snapshot))
-		return false;
-	if (e->subxip != NULL &&
-		memcmp(e->subxip, snapshot->subxip, sizeof(TransactionId) * e->subxcnt) != 0)
-		return false;
-	return true;
-}
-
 static MemoEntry *
 find_entry(Oid relfilenode, Snapshot snapshot)
 {
 	for (int i = 0; i < MEMO_ENTRIES; i++)
 		if (memo[i].used && memo[i].relfilenode == relfilenode &&
-			same_snapshot(&memo[i], snapshot))
+			MvincSnapshotKeyMatches(&memo[i].snapshot, snapshot))
 			return &memo[i];
 	return NULL;
 }
@@ -143,10 +107,7 @@ make_entry(Oid relfilenode, Snapshot snapshot)
 			e = &memo[i];
 	if (e->used)
 	{
-		if (e->xip)
-			pfree(e->xip);
-		if (e->subxip)
-			pfree(e->subxip);
+		MvincSnapshotKeyFree(&e->snapshot);
 		pfree(e->spans);
 	}
 	if (memo_cxt == NULL)
@@ -154,23 +115,7 @@ make_entry(Oid relfilenode, Snapshot snapshot)
 										 ALLOCSET_SMALL_SIZES);
 	memset(e, 0, sizeof(MemoEntry));
 	e->relfilenode = relfilenode;
-	e->xmin = snapshot->xmin;
-	e->xmax = snapshot->xmax;
-	e->curcid = snapshot->curcid;
-	e->xcnt = snapshot->xcnt;
-	e->subxcnt = snapshot->subxcnt;
-	e->suboverflowed = snapshot->suboverflowed;
-	e->takenDuringRecovery = snapshot->takenDuringRecovery;
-	if (e->xcnt > 0)
-	{
-		e->xip = MemoryContextAlloc(memo_cxt, sizeof(TransactionId) * e->xcnt);
-		memcpy(e->xip, snapshot->xip, sizeof(TransactionId) * e->xcnt);
-	}
-	if (uses_subxip(snapshot))
-	{
-		e->subxip = MemoryContextAlloc(memo_cxt, sizeof(TransactionId) * e->subxcnt);
-		memcpy(e->subxip, snapshot->subxip, sizeof(TransactionId) * e->subxcnt);
-	}
+	MvincSnapshotKeySet(&e->snapshot, snapshot, memo_cxt);
 	e->maxspans = 16;
 	e->spans = MemoryContextAlloc(memo_cxt, sizeof(MemoSpan) * e->maxspans);
 	e->last_use = ++memo_clock;

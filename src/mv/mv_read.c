@@ -63,6 +63,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "mvinc.h"
 #include "history/history.h"
 #include "mv/mv.h"
 
@@ -448,8 +449,9 @@ MvMayReadView(Oid viewid)
 
 /*
  * Per-snapshot memo of _read_branch(): all branches of a statement must see
- * one answer.  Keyed on what the snapshot sees (xmin, xmax, the in-progress
- * xids and subxids, the command id) in this transaction, not on xmin, xmax
+ * one answer.  Keyed on what the snapshot sees (MvincSnapshotKey: xmin,
+ * xmax, the in-progress xids and subxids, the command id) in this
+ * transaction (lxid), not on xmin, xmax
  * and the command id alone: two READ COMMITTED statements can share those
  * and still see different transactions (one in progress for the first has
  * committed for the second).  Snapshots that see the same transactions
@@ -463,14 +465,7 @@ typedef struct FreshMemo
 	Oid			viewid;
 	Oid			userid;			/* the reader: hybrid only for direct readers */
 	LocalTransactionId lxid;
-	TransactionId xmin;
-	TransactionId xmax;
-	CommandId	curcid;
-	bool		suboverflowed;
-	bool		takenDuringRecovery;
-	uint32		xcnt;
-	int32		subxcnt;
-	TransactionId *xids;		/* xip then subxip, in TopMemoryContext */
+	MvincSnapshotKey snapshot;	/* what its snapshot sees (ids in TopMemoryContext) */
 	MvReadBranch branch;
 	bool		delta_changes;	/* a hybrid read's delta has updates or deletes */
 	Snapshot	delta_snapshot; /* ... the one to compute it in (keep_snapshot) */
@@ -699,35 +694,12 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot, MvDeltaKey *
 	return cat->append_rows > 0 && OidIsValid(cat->append_oid) ? MV_READ_MERGE : MV_READ_FRESH;
 }
 
-/*
- * The subtransaction ids a snapshot lists: none when it overflowed (its
- * subxip is not kept then, whatever subxcnt says: CopySnapshot leaves it
- * NULL; such a snapshot is judged through pg_subtrans by its top-level
- * ids, which the memo compares)
- */
-static int32
-snapshot_subxcnt(Snapshot snap)
-{
-	if (snap->subxip == NULL || (snap->suboverflowed && !snap->takenDuringRecovery))
-		return 0;
-	return Max(snap->subxcnt, 0);
-}
-
 /* Does the memo entry's snapshot see exactly what snap sees? */
 static bool
 memo_matches(FreshMemo *m, Oid viewid, Snapshot snap)
 {
-	int32		subxcnt = snapshot_subxcnt(snap);
-
 	return m->viewid == viewid && m->userid == GetUserId() && m->lxid == MyProc->lxid &&
-		m->xmin == snap->xmin && m->xmax == snap->xmax && m->curcid == snap->curcid &&
-		m->suboverflowed == snap->suboverflowed &&
-		m->takenDuringRecovery == snap->takenDuringRecovery &&
-		m->xcnt == snap->xcnt && m->subxcnt == subxcnt &&
-		(snap->xcnt == 0 ||
-		 memcmp(m->xids, snap->xip, snap->xcnt * sizeof(TransactionId)) == 0) &&
-		(subxcnt == 0 ||
-		 memcmp(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId)) == 0);
+		MvincSnapshotKeyMatches(&m->snapshot, snap);
 }
 
 /* Free the deltas an entry keeps */
@@ -776,7 +748,6 @@ get_read_branch(Oid viewid, bool guard)
 	Snapshot	snap = GetActiveSnapshot();
 	FreshMemo  *m;
 	int			i;
-	int32		subxcnt;
 	MvReadBranch branch;
 	bool		changes = false;
 	Snapshot	delta_snapshot = NULL;
@@ -813,27 +784,8 @@ get_read_branch(Oid viewid, bool guard)
 		kept->visible.xids = xids;
 		m->delta_key = kept;
 	}
-	if (m->xids)
-		pfree(m->xids);
-	m->xids = NULL;
-	subxcnt = snapshot_subxcnt(snap);
-	if (snap->xcnt + subxcnt > 0)
-	{
-		m->xids = MemoryContextAlloc(TopMemoryContext,
-									 (snap->xcnt + subxcnt) * sizeof(TransactionId));
-		if (snap->xcnt > 0)
-			memcpy(m->xids, snap->xip, snap->xcnt * sizeof(TransactionId));
-		if (subxcnt > 0)
-			memcpy(m->xids + snap->xcnt, snap->subxip, subxcnt * sizeof(TransactionId));
-	}
+	MvincSnapshotKeySet(&m->snapshot, snap, TopMemoryContext);
 	m->lxid = MyProc->lxid;
-	m->xmin = snap->xmin;
-	m->xmax = snap->xmax;
-	m->curcid = snap->curcid;
-	m->suboverflowed = snap->suboverflowed;
-	m->takenDuringRecovery = snap->takenDuringRecovery;
-	m->xcnt = snap->xcnt;
-	m->subxcnt = subxcnt;
 	m->branch = branch;
 	m->delta_changes = changes;
 	m->userid = GetUserId();
