@@ -94,6 +94,10 @@
 /* Is a row state kind a lock that ends with its transaction? */
 #define ROWSTATE_IS_LOCK(k) ((k) == ROWSTATE_LOCK_EXCL || (k) == ROWSTATE_LOCK_NOKEY || \
 							 (k) == ROWSTATE_LOCK_SHARE || (k) == ROWSTATE_LOCK_KEYSHARE)
+/* Columns of mvinc.colfile_rowstate (and of the row lock table) */
+#define Natts_rowstate 5
+/* Records that end with their transaction or soon after: row locks and 'c' */
+#define ROWSTATE_IS_TRANSIENT(k) (ROWSTATE_IS_LOCK(k) || (k) == ROWSTATE_COLUMNS)
 /* Does a row state kind end the row version (deletion, update elsewhere)? */
 #define ROWSTATE_IS_DELETION(k) ((k) == ROWSTATE_DELETED || (k) == ROWSTATE_UPDATED || \
 								 (k) == ROWSTATE_KILLED)
@@ -302,6 +306,11 @@ extern void ColfileGroupMemoForget(void);
 
 /* colfile_meta.c */
 extern void ColfileMetaRelIds(ColfileMetaRels *ids);
+extern void ColfileMetaInsert(Relation heap, Oid indexoid, HeapTuple tup, CommandId cid,
+							  Datum *keys, bool *keynulls, bool check_unique);
+extern void ColfileMetaIndexEntry(Relation heap, Oid indexoid, HeapTuple tup, Datum *keys,
+								  bool *keynulls);
+extern bool ColfileMetaTupleRemoved(HeapTupleHeader h);
 extern bool ColfileInserterAborted(HeapTupleHeader h);
 extern void ColfileInsertRowGroup(Relation rel, ColfileRowGroup *rg, CommandId cid);
 extern void ColfileCopyMetadata(Oid from, Oid to);
