@@ -13,7 +13,8 @@
  *  1. a relation SIREAD lock on the source, before anything else, so that
  *	   every write after it conflicts in;
  *	2. a conflict out to every transaction writing the source now (they
- *	   hold RowExclusiveLock on it) that the snapshot does not see;
+ *	   hold RowExclusiveLock on it) that the snapshot does not see,
+ *	   prepared transactions included;
  *	3. after capture has caught up, a conflict out to every transaction
  *	   whose changes the change log holds past the checkpoint and the
  *	   snapshot does not see (those that committed before 3 began).
@@ -27,6 +28,7 @@
 
 #include "access/relation.h"
 #include "access/transam.h"
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -53,6 +55,32 @@ conflict_out_if_unseen(Relation rel, TransactionId xid, Snapshot snap)
 	CheckForSerializableConflictOut(rel, xid, snap);
 }
 
+/*
+ * The prepared transaction holding a lock under vxid, if any.  A prepared
+ * transaction keeps the virtual xid it had (a recovered one gets one of
+ * its own), while its backend moves on: asking the backend would give its
+ * current transaction, or none.
+ */
+static TransactionId
+prepared_xid(Relation rel, VirtualTransactionId vxid)
+{
+	bool		more = false;
+	TransactionId xid;
+
+	if (max_prepared_xacts == 0)
+		return InvalidTransactionId;
+	xid = TwoPhaseGetXidByVirtualXID(vxid, &more);
+	/* (PostgreSQL gives no two prepared transactions one virtual xid) */
+	if (more)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to read/write dependencies among transactions"),
+				 errdetail("Prepared transactions writing \"%s\" share a virtual transaction id.",
+						   RelationGetRelationName(rel)),
+				 errhint("The transaction might succeed if retried.")));
+	return xid;
+}
+
 /* Steps 1 and 2: lock the source, conflict out to its running writers */
 void
 MvSsiLockSource(Oid sourceid, Snapshot snap)
@@ -73,7 +101,20 @@ MvSsiLockSource(Oid sourceid, Snapshot snap)
 		TransactionId xid;
 		TransactionId xmin;
 
-		BackendIdGetTransactionIds(writers[i].backendId, &xid, &xmin);
+		/*
+		 * A prepared writer first: its backend may run another transaction
+		 * now.  Then the backend's; when it has none, it may have prepared
+		 * meanwhile (the prepared transaction is listed before the backend
+		 * lets go of its xid), so look again.
+		 */
+		xid = prepared_xid(rel, writers[i]);
+		if (!TransactionIdIsValid(xid) &&
+			!VirtualTransactionIdIsRecoveredPreparedXact(writers[i]))
+		{
+			BackendIdGetTransactionIds(writers[i].backendId, &xid, &xmin);
+			if (!TransactionIdIsValid(xid))
+				xid = prepared_xid(rel, writers[i]);
+		}
 		conflict_out_if_unseen(rel, xid, snap);
 	}
 	relation_close(rel, NoLock);
