@@ -247,6 +247,19 @@ HistSetState(HistDef *def, Oid storage_oid, const char *storage, const char *sta
 	char	   *keys = HistColumnListSql(def, true, false, NULL);
 	char	   *all = HistColumnListSql(def, true, true, NULL);
 
+	if (in_order)
+	{
+		/*
+		 * Only current versions can change: in one pass (hist_direct.c),
+		 * which counts the rows itself when a unique index spares the
+		 * duplicate check.
+		 */
+		if (!unique)
+			out->rows = check_duplicates(def, state_sql, snap);
+		HistSetStateInOrderDirect(def, storage_oid, storage, state_sql, snap, t,
+								  values_equal_sql(def, "f.%s", "o.%s"), unique, out);
+		return;
+	}
 	if (unique)
 	{
 		run(psprintf("SELECT count(*) FROM (%s) s", state_sql), snap, t, u, SPI_OK_SELECT);
@@ -254,13 +267,6 @@ HistSetState(HistDef *def, Oid storage_oid, const char *storage, const char *sta
 	}
 	else
 		out->rows = check_duplicates(def, state_sql, snap);
-	if (in_order)
-	{
-		/* only current versions can change: in one pass (hist_direct.c) */
-		HistSetStateInOrderDirect(def, storage_oid, storage, state_sql, snap, t,
-								  values_equal_sql(def, "f.%s", "o.%s"), out);
-		return;
-	}
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", state, state_sql),
 		snap, t, u, SPI_OK_UTILITY);
 

@@ -125,7 +125,8 @@ extern bool HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *del
 								  HistApplied *out);
 extern void HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 									  const char *state_sql, Snapshot snap, TimestampTz t,
-									  const char *values_equal, HistApplied *out);
+									  const char *values_equal, bool count_rows,
+									  HistApplied *out);
 extern void HistApplyRetention(HistCatalog *cat, const char *storage);
 
 /* hist_refresh.c */
