@@ -325,10 +325,11 @@ HistSetState(HistDef *def, Oid storage_oid, const char *storage, const char *sta
  * The delta's change-log rows (alias s, condition delta), projected: the
  * key of every image, the values and the WHERE of new ones.  Columns:
  * _mvinc_lsn, _mvinc_time, _mvinc_seq, _mvinc_trunc, _mvinc_new, the
- * view's columns, _mvinc_in.
+ * view's columns, _mvinc_in; with keyonly_flag, _mvinc_keyonly_update (an
+ * UPDATE's key-only old image) last.
  */
 char *
-HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta)
+HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta, bool keyonly_flag)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -351,8 +352,10 @@ HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta)
 			appendStringInfo(&sql, ", CASE WHEN s._mvinc_image = 'n' AND s._mvinc_op <> 't' "
 							 "AND %s THEN %s END AS %s", where, expr, quote_identifier(col->name));
 	}
-	appendStringInfo(&sql, ", s._mvinc_image = 'n' AND s._mvinc_op <> 't' AND %s AS _mvinc_in "
-					 "FROM %s s WHERE %s", where, changelog, delta);
+	appendStringInfo(&sql, ", s._mvinc_image = 'n' AND s._mvinc_op <> 't' AND %s AS _mvinc_in%s "
+					 "FROM %s s WHERE %s", where,
+					 keyonly_flag ? ", s._mvinc_image = 'k' AND s._mvinc_op = 'u' AS _mvinc_keyonly_update" : "",
+					 changelog, delta);
 	return sql.data;
 }
 
@@ -456,11 +459,11 @@ HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage, const char *
 
 	/* in one pass, unless a TRUNCATE ends every key present at its time */
 	if (!truncates &&
-		HistApplyEventsDirect(def, storage_oid, HistDeltaRowsSql(def, changelog, delta), out))
+		HistApplyEventsDirect(def, storage_oid, HistDeltaRowsSql(def, changelog, delta, true), out))
 		return;
 
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", rows,
-				 HistDeltaRowsSql(def, changelog, delta)), NULL, 0, 0, SPI_OK_UTILITY);
+				 HistDeltaRowsSql(def, changelog, delta, false)), NULL, 0, 0, SPI_OK_UTILITY);
 	run(psprintf("SELECT 1 FROM %s WHERE NOT _mvinc_trunc AND NOT (ROW(%s) IS NOT NULL) LIMIT 1",
 				 rows, HistColumnListSql(def, true, false, NULL)), NULL, 0, 0, SPI_OK_SELECT);
 	if (SPI_processed > 0)

@@ -29,8 +29,10 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "commands/trigger.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
@@ -44,6 +46,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
 #include "history/history.h"
@@ -308,6 +311,16 @@ typedef struct EventReceiver
 	AttrNumber	lsn_att;		/* in the query's rows */
 	AttrNumber	time_att;
 	AttrNumber	present_att;
+	AttrNumber	seq_att;
+	AttrNumber	new_att;
+	AttrNumber	keyonly_att;	/* an UPDATE's key-only old image */
+
+	/* the query's rows, sorted by key and commit order here */
+	Tuplesortstate *sort;
+	TupleTableSlot *pending;	/* a key-only old image, until its new one */
+	bool		has_pending;
+	XLogRecPtr	pending_lsn;
+	int32		pending_seq;
 
 	/* the probe of a key's latest version */
 	Relation	index;
@@ -315,7 +328,8 @@ typedef struct EventReceiver
 	ScanKeyData *skeys;
 	TupleTableSlot *probe;
 
-	MemoryContext scancxt;		/* the probe's: it allocates as it goes */
+	MemoryContext scancxt;		/* the caller's: the probe allocates as it
+								 * goes, the sort outlives the query */
 	MemoryContext keycxt;		/* reset per key */
 	MemoryContext rowcxt;		/* reset per row */
 
@@ -362,12 +376,12 @@ open_key_index(Relation rel, HistDef *def, VersionWriter *w, int *keycol)
 }
 
 static void
-events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+no_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
 }
 
 static void
-events_shutdown(DestReceiver *self)
+no_shutdown(DestReceiver *self)
 {
 }
 
@@ -487,10 +501,10 @@ same_key(EventReceiver *r, Datum *values)
 	return true;
 }
 
-static bool
-events_receive(TupleTableSlot *slot, DestReceiver *self)
+/* One row of the sorted delta: the rule, per key in commit order */
+static void
+process_row(EventReceiver *r, TupleTableSlot *slot)
 {
-	EventReceiver *r = (EventReceiver *) self;
 	MemoryContext old = MemoryContextSwitchTo(r->rowcxt);
 	Datum	   *values;
 	bool	   *nulls;
@@ -533,7 +547,7 @@ events_receive(TupleTableSlot *slot, DestReceiver *self)
 		/* the transaction's last image came first */
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(r->rowcxt);
-		return true;
+		return;
 	}
 	r->last_lsn = lsn;
 
@@ -561,7 +575,120 @@ events_receive(TupleTableSlot *slot, DestReceiver *self)
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(r->rowcxt);
+}
+
+/* Do the keys of two rows of the query (slots) compare equal? */
+static bool
+same_key_rows(EventReceiver *r, TupleTableSlot *a, TupleTableSlot *b)
+{
+	int			i;
+
+	for (i = 0; i < r->nkeys; i++)
+	{
+		int			c = r->keycol[i];
+		bool		anull;
+		bool		bnull;
+		Datum		av = slot_getattr(a, c + 1, &anull);
+		Datum		bv = slot_getattr(b, c + 1, &bnull);
+
+		if (anull || bnull || !value_eq(&r->eqs[c], av, false, bv, false))
+			return false;
+	}
 	return true;
+}
+
+/*
+ * The query's rows go into the sort, but for the key-only old image of an
+ * UPDATE that kept the key: capture writes it (from the new row) just
+ * before the new image, and the rule would skip it (it follows the new
+ * image of its key and transaction in the sort).  Most updates keep
+ * their key: this halves what is sorted.
+ */
+static bool
+events_collect(TupleTableSlot *slot, DestReceiver *self)
+{
+	EventReceiver *r = (EventReceiver *) self;
+	bool		isnull;
+	XLogRecPtr	lsn = DatumGetLSN(slot_getattr(slot, r->lsn_att, &isnull));
+	int32		seq = DatumGetInt32(slot_getattr(slot, r->seq_att, &isnull));
+
+	if (r->has_pending)
+	{
+		r->has_pending = false;
+		if (!(DatumGetBool(slot_getattr(slot, r->new_att, &isnull)) &&
+			  lsn == r->pending_lsn && seq == r->pending_seq &&
+			  same_key_rows(r, r->pending, slot)))
+			tuplesort_puttupleslot(r->sort, r->pending);
+	}
+	if (DatumGetBool(slot_getattr(slot, r->keyonly_att, &isnull)))
+	{
+		ExecCopySlot(r->pending, slot);
+		r->has_pending = true;
+		r->pending_lsn = lsn;
+		r->pending_seq = seq;
+	}
+	else
+		tuplesort_puttupleslot(r->sort, slot);
+	return true;
+}
+
+/*
+ * Sort by key, then per key and transaction the last image first (a later
+ * sequence number; a new image before the old one of the same change)
+ */
+static void
+events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	EventReceiver *r = (EventReceiver *) self;
+	int			nsort = r->nkeys + 3;
+	AttrNumber *atts;
+	Oid		   *ops;
+	Oid		   *colls;
+	bool	   *nullsfirst;
+	MemoryContext old;
+	int			i;
+
+	/* the sort outlives the query: the executor's memory is gone by then */
+	old = MemoryContextSwitchTo(r->scancxt);
+	typeinfo = CreateTupleDescCopy(typeinfo);
+	atts = palloc(sizeof(AttrNumber) * nsort);
+	ops = palloc(sizeof(Oid) * nsort);
+	colls = palloc0(sizeof(Oid) * nsort);
+	nullsfirst = palloc0(sizeof(bool) * nsort);
+	for (i = 0; i < r->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(typeinfo, r->keycol[i]);
+		TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR);
+
+		if (!OidIsValid(tc->lt_opr))
+			elog(ERROR, "no ordering operator for history key type %s",
+				 format_type_be(att->atttypid));
+		atts[i] = r->keycol[i] + 1;
+		ops[i] = tc->lt_opr;
+		colls[i] = att->attcollation;
+	}
+	atts[i] = r->lsn_att;
+	ops[i++] = lookup_type_cache(PG_LSNOID, TYPECACHE_LT_OPR)->lt_opr;
+	atts[i] = r->seq_att;
+	ops[i] = lookup_type_cache(INT4OID, TYPECACHE_GT_OPR)->gt_opr;
+	nullsfirst[i++] = true;
+	atts[i] = r->new_att;
+	ops[i] = lookup_type_cache(BOOLOID, TYPECACHE_GT_OPR)->gt_opr;
+	nullsfirst[i++] = true;
+	r->sort = tuplesort_begin_heap(typeinfo, nsort, atts, ops, colls, nullsfirst,
+								   work_mem, NULL, TUPLESORT_NONE);
+	r->pending = MakeSingleTupleTableSlot(typeinfo, &TTSOpsMinimalTuple);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+events_shutdown(DestReceiver *self)
+{
+	EventReceiver *r = (EventReceiver *) self;
+
+	if (r->has_pending)
+		tuplesort_puttupleslot(r->sort, r->pending);
+	r->has_pending = false;
 }
 
 /*
@@ -575,7 +702,6 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 {
 	EventReceiver r = {0};
 	VersionWriter w;
-	char	   *keys = HistColumnListSql(def, true, false, NULL);
 	char	   *sql;
 	Snapshot	snap;
 	ListCell   *lc;
@@ -642,6 +768,9 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 	r.lsn_att = r.ncols + 1;
 	r.time_att = r.ncols + 2;
 	r.present_att = r.ncols + 3;
+	r.seq_att = r.ncols + 4;
+	r.new_att = r.ncols + 5;
+	r.keyonly_att = r.ncols + 6;
 	r.keyvals = palloc0(sizeof(Datum) * r.ncols);
 	r.last_values = palloc0(sizeof(Datum) * r.ncols);
 	r.last_nulls = palloc0(sizeof(bool) * r.ncols);
@@ -650,21 +779,23 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 	r.scancxt = CurrentMemoryContext;
 	r.scan = index_beginscan(w.rel, r.index, snap, r.nkeys, 0);
 	r.probe = table_slot_create(w.rel, NULL);
-	r.pub.receiveSlot = events_receive;
+	r.pub.receiveSlot = events_collect;
 	r.pub.rStartup = events_startup;
 	r.pub.rShutdown = events_shutdown;
 	r.pub.rDestroy = events_destroy;
 	r.pub.mydest = DestNone;
 
-	/*
-	 * Per key and transaction, the last image first (a later sequence
-	 * number; a new image before the old one of the same change).
-	 */
-	sql = psprintf("SELECT %s, d._mvinc_lsn, d._mvinc_time, d._mvinc_new AND d._mvinc_in "
-				   "FROM (%s) d ORDER BY %s, d._mvinc_lsn, d._mvinc_seq DESC, d._mvinc_new DESC",
-				   HistColumnListSql(def, true, true, "d"), delta_rows_sql, keys);
+	/* in change-log order: the receiver sorts (events_startup) */
+	sql = psprintf("SELECT %s, d._mvinc_lsn, d._mvinc_time, d._mvinc_new AND d._mvinc_in, "
+				   "d._mvinc_seq, d._mvinc_new, d._mvinc_keyonly_update FROM (%s) d",
+				   HistColumnListSql(def, true, true, "d"), delta_rows_sql);
 	run_into(sql, 0, NULL, NULL, (DestReceiver *) &r);
+	tuplesort_performsort(r.sort);
+	while (tuplesort_gettupleslot(r.sort, true, false, r.pending, NULL))
+		process_row(&r, r.pending);
 	finish_key(&r);
+	tuplesort_end(r.sort);
+	ExecDropSingleTupleTableSlot(r.pending);
 
 	index_endscan(r.scan);
 	ExecDropSingleTupleTableSlot(r.probe);
@@ -775,8 +906,8 @@ HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 	r.count_rows = count_rows;
 	r.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc history row", ALLOCSET_DEFAULT_SIZES);
 	r.pub.receiveSlot = diff_receive;
-	r.pub.rStartup = events_startup;
-	r.pub.rShutdown = events_shutdown;
+	r.pub.rStartup = no_startup;
+	r.pub.rShutdown = no_shutdown;
 	r.pub.rDestroy = events_destroy;
 	r.pub.mydest = DestNone;
 

@@ -387,7 +387,7 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 									"AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
 									"AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
 									LSN_FORMAT_ARGS(cat->checkpoint_lsn),
-									query_snap, cat->checkpoint_snapshot));
+									query_snap, cat->checkpoint_snapshot), false);
 	plan = SPI_prepare(sql, 0, NULL);
 	if (plan == NULL ||
 		SPI_execute_snapshot(plan, NULL, NULL, latest, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)

@@ -111,7 +111,8 @@ extern void HistSetState(HistDef *def, Oid storage_oid, const char *storage, con
 						 bool unique, HistApplied *out);
 extern bool HistKeyIsUnique(HistDef *def, Oid relid);
 extern char *HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias);
-extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta);
+extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta,
+							  bool keyonly_flag);
 extern char *HistStatesSql(HistDef *def, const char *storage, const char *rows, bool truncates);
 extern char *HistEventsSql(HistDef *def, const char *storage, const char *states,
 						   const char *extra_ctes);
