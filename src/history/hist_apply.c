@@ -325,11 +325,11 @@ HistSetState(HistDef *def, Oid storage_oid, const char *storage, const char *sta
  * The delta's change-log rows (alias s, condition delta), projected: the
  * key of every image, the values and the WHERE of new ones.  Columns:
  * _mvinc_lsn, _mvinc_time, _mvinc_seq, _mvinc_trunc, _mvinc_new, the
- * view's columns, _mvinc_in; with keyonly_flag, _mvinc_keyonly_update (an
- * UPDATE's key-only old image) last.
+ * view's columns, _mvinc_in; with raw, the row's _mvinc_xid, _mvinc_op and
+ * _mvinc_image last.
  */
 char *
-HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta, bool keyonly_flag)
+HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta, bool raw)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -354,7 +354,7 @@ HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta, bool ke
 	}
 	appendStringInfo(&sql, ", s._mvinc_image = 'n' AND s._mvinc_op <> 't' AND %s AS _mvinc_in%s "
 					 "FROM %s s WHERE %s", where,
-					 keyonly_flag ? ", s._mvinc_image = 'k' AND s._mvinc_op = 'u' AS _mvinc_keyonly_update" : "",
+					 raw ? ", s._mvinc_xid, s._mvinc_op, s._mvinc_image" : "",
 					 changelog, delta);
 	return sql.data;
 }
@@ -456,11 +456,6 @@ HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage, const char *
 	char	   *rows = temp_name("delta");
 	char	   *states = temp_name("states");
 	char	   *events = temp_name("events");
-
-	/* in one pass, unless a TRUNCATE ends every key present at its time */
-	if (!truncates &&
-		HistApplyEventsDirect(def, storage_oid, HistDeltaRowsSql(def, changelog, delta, true), out))
-		return;
 
 	run(psprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS %s", rows,
 				 HistDeltaRowsSql(def, changelog, delta, false)), NULL, 0, 0, SPI_OK_UTILITY);

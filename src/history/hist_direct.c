@@ -313,7 +313,14 @@ typedef struct EventReceiver
 	AttrNumber	present_att;
 	AttrNumber	seq_att;
 	AttrNumber	new_att;
-	AttrNumber	keyonly_att;	/* an UPDATE's key-only old image */
+	AttrNumber	xid_att;
+	AttrNumber	op_att;
+	AttrNumber	image_att;
+
+	/* which rows are the delta, and what it holds */
+	MvDeltaJudge judge;
+	MvDeltaSummary *sum;
+	bool		truncated;		/* a TRUNCATE: stopped, nothing written */
 
 	/* the query's rows, sorted by key and commit order here */
 	Tuplesortstate *sort;
@@ -610,7 +617,31 @@ events_collect(TupleTableSlot *slot, DestReceiver *self)
 	EventReceiver *r = (EventReceiver *) self;
 	bool		isnull;
 	XLogRecPtr	lsn = DatumGetLSN(slot_getattr(slot, r->lsn_att, &isnull));
-	int32		seq = DatumGetInt32(slot_getattr(slot, r->seq_att, &isnull));
+	int32		seq;
+	char		op;
+	char		image;
+
+	/* the summary MvSummarizeDelta would make, in the same pass */
+	switch (MvDeltaJudgeRow(&r->judge, slot_getattr(slot, r->xid_att, &isnull)))
+	{
+		case MV_DELTA_ROW_UNSEEN:
+			MvDeltaSummaryUnseen(r->sum, lsn);
+			return true;
+		case MV_DELTA_ROW_CONSUMED:
+			return true;
+		case MV_DELTA_ROW_DELTA:
+			break;
+	}
+	op = DatumGetChar(slot_getattr(slot, r->op_att, &isnull));
+	image = DatumGetChar(slot_getattr(slot, r->image_att, &isnull));
+	MvDeltaSummaryAdd(r->sum, op, image);
+	if (op == 't')
+	{
+		/* it ends every key present then: the set-based rule's work */
+		r->truncated = true;
+		return false;
+	}
+	seq = DatumGetInt32(slot_getattr(slot, r->seq_att, &isnull));
 
 	if (r->has_pending)
 	{
@@ -620,7 +651,7 @@ events_collect(TupleTableSlot *slot, DestReceiver *self)
 			  same_key_rows(r, r->pending, slot)))
 			tuplesort_puttupleslot(r->sort, r->pending);
 	}
-	if (DatumGetBool(slot_getattr(slot, r->keyonly_att, &isnull)))
+	if (op == 'u' && image == 'k')
 	{
 		ExecCopySlot(r->pending, slot);
 		r->has_pending = true;
@@ -692,15 +723,19 @@ events_shutdown(DestReceiver *self)
 }
 
 /*
- * Apply the captured changes (no TRUNCATE among them) of the change-log
- * rows delta_rows_sql gives (HistDeltaRowsSql) to the storage.  False
- * when the storage lacks its key index (then nothing was done).
+ * Apply the captured changes of changelog with from < lsn <= to whose
+ * transactions new_snap sees and old_snap does not (pg_snapshot text) to
+ * the storage, and summarize them into sum as MvSummarizeDelta does, in
+ * one pass.  False when nothing was written: the storage lacks its key
+ * index (sum untouched), or the changes hold a TRUNCATE (sum partial).
  */
 bool
-HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
-					  HistApplied *out)
+HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *changelog,
+					  XLogRecPtr from, XLogRecPtr to, const char *new_snap,
+					  const char *old_snap, MvDeltaSummary *sum, HistApplied *out)
 {
 	EventReceiver r = {0};
+	char	   *delta_rows_sql;
 	VersionWriter w;
 	char	   *sql;
 	Snapshot	snap;
@@ -770,7 +805,12 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 	r.present_att = r.ncols + 3;
 	r.seq_att = r.ncols + 4;
 	r.new_att = r.ncols + 5;
-	r.keyonly_att = r.ncols + 6;
+	r.xid_att = r.ncols + 6;
+	r.op_att = r.ncols + 7;
+	r.image_att = r.ncols + 8;
+	memset(sum, 0, sizeof(MvDeltaSummary));
+	r.sum = sum;
+	MvDeltaJudgeInit(&r.judge, new_snap, old_snap);
 	r.keyvals = palloc0(sizeof(Datum) * r.ncols);
 	r.last_values = palloc0(sizeof(Datum) * r.ncols);
 	r.last_nulls = palloc0(sizeof(bool) * r.ncols);
@@ -785,15 +825,33 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 	r.pub.rDestroy = events_destroy;
 	r.pub.mydest = DestNone;
 
-	/* in change-log order: the receiver sorts (events_startup) */
+	/*
+	 * Every row of the range, in change-log order: the receiver judges
+	 * them and sorts the delta's (events_startup); the writes follow.
+	 */
+	delta_rows_sql = HistDeltaRowsSql(def, changelog,
+									  psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X'",
+											   LSN_FORMAT_ARGS(from), LSN_FORMAT_ARGS(to)),
+									  true);
 	sql = psprintf("SELECT %s, d._mvinc_lsn, d._mvinc_time, d._mvinc_new AND d._mvinc_in, "
-				   "d._mvinc_seq, d._mvinc_new, d._mvinc_keyonly_update FROM (%s) d",
+				   "d._mvinc_seq, d._mvinc_new, d._mvinc_xid, d._mvinc_op, d._mvinc_image "
+				   "FROM (%s) d",
 				   HistColumnListSql(def, true, true, "d"), delta_rows_sql);
+	MvProgressSetPhase(MV_PHASE_READ_CHANGES, -1);
 	run_into(sql, 0, NULL, NULL, (DestReceiver *) &r);
-	tuplesort_performsort(r.sort);
-	while (tuplesort_gettupleslot(r.sort, true, false, r.pending, NULL))
-		process_row(&r, r.pending);
-	finish_key(&r);
+	MvDeltaJudgeEnd(&r.judge);
+	if (!r.truncated)
+	{
+		int64		changes = sum->inserts + sum->others;
+
+		MvProgressSetMode(changes > 0 ? "incremental" : "noop");
+		MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, changes);
+		tuplesort_performsort(r.sort);
+		while (tuplesort_gettupleslot(r.sort, true, false, r.pending, NULL))
+			process_row(&r, r.pending);
+		finish_key(&r);
+		MvProgressSetRows(changes);
+	}
 	tuplesort_end(r.sort);
 	ExecDropSingleTupleTableSlot(r.pending);
 
@@ -806,7 +864,7 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
 	end_stream();
 	out->opened = w.opened;
 	out->closed = w.closed;
-	return true;
+	return !r.truncated;
 }
 
 /* ---------------------------------------------------------------------

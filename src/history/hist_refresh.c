@@ -194,14 +194,10 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 	MvProgressSetPhase(MV_PHASE_WAIT_CAPTURE, -1);
 	MvWaitForCapture(target);
 
-	MvProgressSetPhase(MV_PHASE_READ_CHANGES, -1);
-	MvSummarizeDelta(changelog, L, target, snaptext, cat->checkpoint_snapshot, &sum);
-	newL = before;
-	if (sum.has_invisible && sum.min_invisible - 1 < newL)
-		newL = sum.min_invisible - 1;
-
 	if (MvRetainedFrom(source) > L)
 	{
+		MvProgressSetPhase(MV_PHASE_READ_CHANGES, -1);
+		MvSummarizeDelta(changelog, L, target, snaptext, cat->checkpoint_snapshot, &sum);
 		/* the changes in between are gone: only their net effect is known */
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -215,21 +211,31 @@ refresh_changes(Oid viewid, HistCatalog *cat, HistDef *def, const char *storage)
 					 state_sql(def, psprintf("ONLY %s", MvSourceName(source))),
 					 snap, GetCurrentStatementStartTimestamp(), DT_NOEND, false, true, &ap);
 	}
-	else if (sum.inserts + sum.others + sum.truncates > 0)
+	/* in one pass, unless a TRUNCATE ends every key present at its time */
+	else if (!HistApplyEventsDirect(def, cat->storage_oid, MvSourceName(changelog), L, target,
+									snaptext, cat->checkpoint_snapshot, &sum, &ap))
 	{
-		MvProgressSetMode("incremental");
-		MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, sum.inserts + sum.others + sum.truncates);
-		HistApplyEvents(def, cat->storage_oid, storage, MvSourceName(changelog),
-						psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
-								 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
-								 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
-								 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(target),
-								 snaptext, cat->checkpoint_snapshot),
-						sum.truncates > 0, &ap);
-		MvProgressSetRows(sum.inserts + sum.others + sum.truncates);
+		MvProgressSetPhase(MV_PHASE_READ_CHANGES, -1);
+		MvSummarizeDelta(changelog, L, target, snaptext, cat->checkpoint_snapshot, &sum);
+		if (sum.inserts + sum.others + sum.truncates > 0)
+		{
+			MvProgressSetMode("incremental");
+			MvProgressSetPhase(MV_PHASE_APPLY_CHANGES, sum.inserts + sum.others + sum.truncates);
+			HistApplyEvents(def, cat->storage_oid, storage, MvSourceName(changelog),
+							psprintf("s._mvinc_lsn > '%X/%X' AND s._mvinc_lsn <= '%X/%X' "
+									 "AND pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot) "
+									 "AND NOT pg_visible_in_snapshot(s._mvinc_xid, '%s'::pg_snapshot)",
+									 LSN_FORMAT_ARGS(L), LSN_FORMAT_ARGS(target),
+									 snaptext, cat->checkpoint_snapshot),
+							sum.truncates > 0, &ap);
+			MvProgressSetRows(sum.inserts + sum.others + sum.truncates);
+		}
+		else
+			MvProgressSetMode("noop");
 	}
-	else
-		MvProgressSetMode("noop");
+	newL = before;
+	if (sum.has_invisible && sum.min_invisible - 1 < newL)
+		newL = sum.min_invisible - 1;
 	UnregisterSnapshot(snap);
 	MvSetConsumer(source, HistConsumerName(viewid), newL);
 	HistCatalogSetCheckpoint(viewid, snaptext, newL, ap.opened + ap.closed);

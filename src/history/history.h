@@ -20,6 +20,8 @@
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
+#include "mv/mv.h"			/* MvDeltaSummary */
+
 /* One column of a history view (valid_from and valid_to aside) */
 typedef struct HistColumn
 {
@@ -112,7 +114,7 @@ extern void HistSetState(HistDef *def, Oid storage_oid, const char *storage, con
 extern bool HistKeyIsUnique(HistDef *def, Oid relid);
 extern char *HistKeysEqualSql(HistDef *def, const char *lalias, const char *ralias);
 extern char *HistDeltaRowsSql(HistDef *def, const char *changelog, const char *delta,
-							  bool keyonly_flag);
+							  bool raw);
 extern char *HistStatesSql(HistDef *def, const char *storage, const char *rows, bool truncates);
 extern char *HistEventsSql(HistDef *def, const char *storage, const char *states,
 						   const char *extra_ctes);
@@ -122,8 +124,9 @@ extern void HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage,
 extern void HistKeyMissing(HistDef *def);
 
 /* hist_direct.c */
-extern bool HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *delta_rows_sql,
-								  HistApplied *out);
+extern bool HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *changelog,
+								  XLogRecPtr from, XLogRecPtr to, const char *new_snap,
+								  const char *old_snap, MvDeltaSummary *sum, HistApplied *out);
 extern void HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 									  const char *state_sql, Snapshot snap, TimestampTz t,
 									  const char *values_equal, bool count_rows,

@@ -285,6 +285,31 @@ typedef struct MvDeltaSummary
 extern void MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 							 const char *new_snap, const char *old_snap,
 							 MvDeltaSummary *sum);
+extern void MvDeltaSummaryAdd(MvDeltaSummary *sum, char op, char image);
+extern void MvDeltaSummaryUnseen(MvDeltaSummary *sum, XLogRecPtr lsn);
+
+/*
+ * A change-log row's transaction against the refresh's snapshot S'
+ * (new) and the checkpoint's S (old), as pg_visible_in_snapshot()
+ * decides; a transaction's rows are adjacent, so the last one is kept
+ */
+typedef enum MvDeltaRow
+{
+	MV_DELTA_ROW_DELTA,			/* S' sees it, S does not */
+	MV_DELTA_ROW_CONSUMED,		/* both see it: an earlier refresh's */
+	MV_DELTA_ROW_UNSEEN			/* S' does not see it (yet) */
+} MvDeltaRow;
+typedef struct MvDeltaJudge
+{
+	Datum		snew;			/* pg_snapshot */
+	Datum		sold;
+	FullTransactionId last_xid;
+	bool		last_new;
+	bool		last_old;
+} MvDeltaJudge;
+extern void MvDeltaJudgeInit(MvDeltaJudge *judge, const char *new_snap, const char *old_snap);
+extern MvDeltaRow MvDeltaJudgeRow(MvDeltaJudge *judge, Datum xid);
+extern void MvDeltaJudgeEnd(MvDeltaJudge *judge);
 /* What the change log holds past a checkpoint for a reader (MvDeltaVisible) */
 typedef enum MvDeltaKind
 {

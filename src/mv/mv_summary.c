@@ -85,14 +85,68 @@ typedef struct DeltaScan
 	AttrNumber	xidatt;
 	AttrNumber	opatt;
 	AttrNumber	imageatt;
-	Datum		snew;
-	Datum		sold;
 	ScanKeyData keys[2];
-	/* the last transaction judged (a transaction's rows are adjacent) */
-	FullTransactionId last_xid;
-	bool		last_new;		/* new_snap sees it */
-	bool		last_old;		/* old_snap sees it */
+	MvDeltaJudge judge;
 } DeltaScan;
+
+/* Judge rows by new_snap and old_snap (pg_snapshot text) */
+void
+MvDeltaJudgeInit(MvDeltaJudge *judge, const char *new_snap, const char *old_snap)
+{
+	judge->snew = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(new_snap));
+	judge->sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
+	judge->last_xid = InvalidFullTransactionId;
+	judge->last_new = judge->last_old = false;
+}
+
+void
+MvDeltaJudgeEnd(MvDeltaJudge *judge)
+{
+	pfree(DatumGetPointer(judge->snew));
+	pfree(DatumGetPointer(judge->sold));
+}
+
+/* Is a row of transaction xid (xid8) in the delta, consumed, or unseen? */
+MvDeltaRow
+MvDeltaJudgeRow(MvDeltaJudge *judge, Datum xid)
+{
+	if (!FullTransactionIdEquals(DatumGetFullTransactionId(xid), judge->last_xid))
+	{
+		judge->last_xid = DatumGetFullTransactionId(xid);
+		judge->last_new = DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, judge->snew));
+		judge->last_old = judge->last_new &&
+			DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, judge->sold));
+	}
+	if (!judge->last_new)
+		return MV_DELTA_ROW_UNSEEN;
+	/* consumed by an earlier refresh */
+	if (judge->last_old)
+		return MV_DELTA_ROW_CONSUMED;
+	return MV_DELTA_ROW_DELTA;
+}
+
+/* Count a delta row of op and image into sum */
+void
+MvDeltaSummaryAdd(MvDeltaSummary *sum, char op, char image)
+{
+	if (op == 'i')
+		sum->inserts++;
+	else if ((op == 'u' || op == 'd') && image != 'n')
+		sum->others++;
+	else if (op == 't')
+		sum->truncates++;
+	if (image == 'k')
+		sum->keyonly++;
+}
+
+/* A row new_snap does not see, at lsn: the lowest bounds the next checkpoint */
+void
+MvDeltaSummaryUnseen(MvDeltaSummary *sum, XLogRecPtr lsn)
+{
+	if (!sum->has_invisible || lsn < sum->min_invisible)
+		sum->min_invisible = lsn;
+	sum->has_invisible = true;
+}
 
 static void
 delta_scan_begin(DeltaScan *ds, Oid changelog, XLogRecPtr from, XLogRecPtr to,
@@ -110,8 +164,7 @@ delta_scan_begin(DeltaScan *ds, Oid changelog, XLogRecPtr from, XLogRecPtr to,
 	if (!OidIsValid(indexid))
 		elog(ERROR, "change log \"%s\" has no index on _mvinc_lsn",
 			 RelationGetRelationName(ds->rel));
-	ds->snew = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(new_snap));
-	ds->sold = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(old_snap));
+	MvDeltaJudgeInit(&ds->judge, new_snap, old_snap);
 	ds->irel = index_open(indexid, AccessShareLock);
 	ScanKeyInit(&ds->keys[0], 1, BTGreaterStrategyNumber, F_PG_LSN_GT, LSNGetDatum(from));
 	if (!XLogRecPtrIsInvalid(to))
@@ -119,7 +172,6 @@ delta_scan_begin(DeltaScan *ds, Oid changelog, XLogRecPtr from, XLogRecPtr to,
 	ds->scan = index_beginscan(ds->rel, ds->irel, snapshot, nkeys, 0);
 	index_rescan(ds->scan, ds->keys, nkeys, NULL, 0);
 	ds->slot = table_slot_create(ds->rel, NULL);
-	ds->last_xid = InvalidFullTransactionId;
 }
 
 /*
@@ -133,17 +185,10 @@ delta_scan_next(DeltaScan *ds, XLogRecPtr *invisible_lsn)
 	while (index_getnext_slot(ds->scan, ForwardScanDirection, ds->slot))
 	{
 		bool		isnull;
-		Datum		xid = slot_getattr(ds->slot, ds->xidatt, &isnull);
+		MvDeltaRow row = MvDeltaJudgeRow(&ds->judge, slot_getattr(ds->slot, ds->xidatt, &isnull));
 
 		CHECK_FOR_INTERRUPTS();
-		if (!FullTransactionIdEquals(DatumGetFullTransactionId(xid), ds->last_xid))
-		{
-			ds->last_xid = DatumGetFullTransactionId(xid);
-			ds->last_new = DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->snew));
-			ds->last_old = ds->last_new &&
-				DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, xid, ds->sold));
-		}
-		if (!ds->last_new)
+		if (row == MV_DELTA_ROW_UNSEEN)
 		{
 			XLogRecPtr	lsn = DatumGetLSN(slot_getattr(ds->slot, ds->lsnatt, &isnull));
 
@@ -151,8 +196,7 @@ delta_scan_next(DeltaScan *ds, XLogRecPtr *invisible_lsn)
 				*invisible_lsn = lsn;
 			continue;
 		}
-		/* consumed by an earlier refresh */
-		if (ds->last_old)
+		if (row == MV_DELTA_ROW_CONSUMED)
 			continue;
 		return true;
 	}
@@ -166,8 +210,7 @@ delta_scan_end(DeltaScan *ds)
 	index_endscan(ds->scan);
 	index_close(ds->irel, AccessShareLock);
 	table_close(ds->rel, AccessShareLock);
-	pfree(DatumGetPointer(ds->snew));
-	pfree(DatumGetPointer(ds->sold));
+	MvDeltaJudgeEnd(&ds->judge);
 }
 
 /* The op and image of the delta scan's current row */
@@ -196,19 +239,7 @@ MvSummarizeDelta(Oid changelog, XLogRecPtr from, XLogRecPtr to,
 	memset(sum, 0, sizeof(MvDeltaSummary));
 	delta_scan_begin(&ds, changelog, from, to, new_snap, old_snap, snap);
 	while (delta_scan_next(&ds, &invisible))
-	{
-		char		op = delta_char(&ds, ds.opatt);
-		char		image = delta_char(&ds, ds.imageatt);
-
-		if (op == 'i')
-			sum->inserts++;
-		else if ((op == 'u' || op == 'd') && image != 'n')
-			sum->others++;
-		else if (op == 't')
-			sum->truncates++;
-		if (image == 'k')
-			sum->keyonly++;
-	}
+		MvDeltaSummaryAdd(sum, delta_char(&ds, ds.opatt), delta_char(&ds, ds.imageatt));
 	delta_scan_end(&ds);
 	UnregisterSnapshot(snap);
 	sum->has_invisible = !XLogRecPtrIsInvalid(invisible);
@@ -310,7 +341,7 @@ MvDeltaVisible(Oid changelog, XLogRecPtr from, const char *query_snap,
 			row = MV_DELTA_CHANGES;
 		kind = Max(kind, row);
 		if (visible)
-			note_visible_xid(visible, &space, &last, ds.last_xid);
+			note_visible_xid(visible, &space, &last, ds.judge.last_xid);
 	}
 	delta_scan_end(&ds);
 	if (visible && visible->xids)
