@@ -70,6 +70,18 @@ REFRESH MATERIALIZED VIEW hd_h;
 SELECT * FROM hd_diff();
 SELECT id % 10 AS kind, count(*) AS versions FROM hd_h GROUP BY 1 ORDER BY 1;
 
+-- the refreshes above read their keys' latest versions in one walk along
+-- the storage's key index (their deltas touch most keys); a delta of a
+-- few keys looks each one up: a changed, a deleted, a re-inserted one
+UPDATE hd_src SET amount = amount + 5 WHERE id IN (11, 21);
+DELETE FROM hd_src WHERE id = 31;
+INSERT INTO hd_src VALUES ('r1', 36, 1, point(0, 0), '{}', 'again');
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+REFRESH MATERIALIZED VIEW hd_h;
+SELECT * FROM hd_diff();
+SELECT id, amount, valid_to = 'infinity' AS current FROM hd_h
+ WHERE id IN (11, 31, 36) ORDER BY id, valid_from;
+
 -- an in-order snapshot load: its diff of the extract with the current
 -- versions, a rolled-back load before it
 CREATE TABLE hd_shape (region text COLLATE "C", id int, amount numeric, spot point, doc jsonb,
