@@ -59,6 +59,19 @@ refuse(const char *detail, const char *hint)
 			 errhint("%s", hint)));
 }
 
+/* The kind of view refused, for refusals shared by both kinds */
+static const char *
+a_view(void)
+{
+	return analyzing_history ? "a history view" : "an incremental view";
+}
+
+static const char *
+kind_option(void)
+{
+	return analyzing_history ? "mvinc.history" : "mvinc.incremental";
+}
+
 static Node *keep_explicit_collation(Node *key, Node *repl);
 static Oid	type_checked_domain(Oid typid, int depth);
 
@@ -259,14 +272,14 @@ check_expr(Node *node, const char *where)
 	if (OidIsValid(ctx.mutable_func))
 		refuse(psprintf("The %s calls %s, which is not immutable.", where,
 						format_procedure(ctx.mutable_func)),
-			   "Use only immutable functions and operators in an incremental view.");
+			   psprintf("Use only immutable functions and operators in %s.", a_view()));
 	if (OidIsValid(ctx.user_func) && mv_analyzing_create && !superuser())
 		refuse(psprintf("The %s calls the user-defined function %s.", where,
 						format_procedure(ctx.user_func)),
-			   "Only a superuser can create an incremental view that calls user-defined functions, because refresh runs them with elevated rights.");
+			   psprintf("Only a superuser can create %s that calls user-defined functions, because refresh runs them with elevated rights.", a_view()));
 	if (contain_mutable_functions(node))
 		refuse(psprintf("The %s uses an expression that is not immutable.", where),
-			   "Use only immutable functions and operators in an incremental view.");
+			   psprintf("Use only immutable functions and operators in %s.", a_view()));
 }
 
 /*
@@ -439,13 +452,12 @@ check_from(Query *q)
 	if (q->jointree == NULL || list_length(q->jointree->fromlist) == 0)
 		refuse("The query has no FROM clause.",
 			   "Select from exactly one table.");
-	if (list_length(q->jointree->fromlist) > 1)
+	if (list_length(q->jointree->fromlist) > 1 ||
+		IsA(linitial(q->jointree->fromlist), JoinExpr))
 		refuse("The query joins two or more tables.",
-			   "Define one incremental view per table, or drop the mvinc.incremental option.");
+			   psprintf("Define one %s per table, or drop the %s option.",
+						analyzing_history ? "history view" : "incremental view", kind_option()));
 	item = linitial(q->jointree->fromlist);
-	if (IsA(item, JoinExpr))
-		refuse("The query joins two or more tables.",
-			   "Define one incremental view per table, or drop the mvinc.incremental option.");
 	if (!IsA(item, RangeTblRef))
 		elog(ERROR, "unexpected FROM item in incremental view");
 	rtindex = ((RangeTblRef *) item)->rtindex;
@@ -486,26 +498,26 @@ check_from(Query *q)
 		case RELKIND_PARTITIONED_TABLE:
 			refuse(psprintf("The source \"%s\" is a partitioned table.",
 							RelationGetRelationName(rel)),
-				   "Define the view on one partition, or drop the mvinc.incremental option.");
+				   psprintf("Define the view on one partition, or drop the %s option.", kind_option()));
 			break;
 		case RELKIND_FOREIGN_TABLE:
 			refuse(psprintf("The source \"%s\" is a foreign table.",
 							RelationGetRelationName(rel)),
-				   "Changes of a foreign table cannot be captured; drop the mvinc.incremental option.");
+				   psprintf("Changes of a foreign table cannot be captured; drop the %s option.", kind_option()));
 			break;
 		case RELKIND_VIEW:
 			refuse(psprintf("The source \"%s\" is a view.", RelationGetRelationName(rel)),
-				   "Define the incremental view on the view's table.");
+				   "Define the view on the view's table.");
 			break;
 		case RELKIND_MATVIEW:
 			refuse(psprintf("The source \"%s\" is a materialized view.",
 							RelationGetRelationName(rel)),
-				   "Define the incremental view on a table.");
+				   "Define the view on a table.");
 			break;
 		default:
 			refuse(psprintf("The source \"%s\" is not a table.",
 							RelationGetRelationName(rel)),
-				   "Define the incremental view on a table.");
+				   "Define the view on a table.");
 	}
 	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
 		refuse(psprintf("The source \"%s\" is a temporary table.",
@@ -516,9 +528,10 @@ check_from(Query *q)
 						RelationGetRelationName(rel)),
 			   "Changes of an unlogged table are not in the WAL; use a logged table (ALTER TABLE ... SET LOGGED).");
 	if (rel->rd_rel->relrowsecurity)
-		refuse(psprintf("The source \"%s\" has row-level security enabled, and an incremental view does not apply its policies to the rows it stores.",
-						RelationGetRelationName(rel)),
-			   "Drop the mvinc.incremental option (a plain materialized view applies the owner's policies), or disable row-level security on the table.");
+		refuse(psprintf("The source \"%s\" has row-level security enabled, and %s does not apply its policies to the rows it stores.",
+						RelationGetRelationName(rel), a_view()),
+			   psprintf("Drop the %s option (a plain materialized view applies the owner's policies), or disable row-level security on the table.",
+						kind_option()));
 	/* has_subclass() stays true after the last child is dropped */
 	if (rte->inh && has_subclass(rte->relid) &&
 		find_inheritance_children(rte->relid, NoLock) != NIL)
@@ -876,7 +889,8 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			   "Inline the common table expression into the query.");
 	if (q->setOperations != NULL)
 		refuse("The query uses a set operation (UNION, INTERSECT or EXCEPT).",
-			   "Define one incremental view per branch of the set operation.");
+			   psprintf("Define one %s per branch of the set operation.",
+						analyzing_history ? "history view" : "incremental view"));
 	if (q->hasWindowFuncs)
 		refuse("The query uses a window function.",
 			   "Compute the window function when reading the view.");
@@ -900,7 +914,8 @@ MvAnalyzeQuery(Query *query, const char *viewname, bool report)
 			   "Apply ORDER BY when reading the view.");
 	if (q->hasSubLinks)
 		refuse("The query uses a subquery in an expression (sublink).",
-			   "Replace the subquery with a join outside the view, or drop the mvinc.incremental option.");
+			   psprintf("Replace the subquery with a join outside the view, or drop the %s option.",
+						kind_option()));
 	if (q->hasTargetSRFs)
 		refuse("The query uses a set-returning function in the select list.",
 			   "Call the set-returning function when reading the view.");
