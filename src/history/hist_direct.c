@@ -351,10 +351,12 @@ typedef struct EventReceiver
 	/* the query's rows, sorted by key and commit order here */
 	Tuplesortstate *sort;
 	int64		sorted;			/* rows put into it */
-	TupleTableSlot *pending;	/* a key-only old image, until its new one */
-	bool		has_pending;
-	XLogRecPtr	pending_lsn;
-	int32		pending_seq;
+	TupleTableSlot *out;		/* a row out of the sort */
+	TupleTableSlot *held;		/* a key-only old image, until its new one */
+	MemoryContext heldcxt;		/* its values */
+	bool		has_held;
+	XLogRecPtr	held_lsn;
+	int32		held_seq;
 
 	/* the probe of a key's latest version */
 	Relation	index;
@@ -777,6 +779,37 @@ same_key_rows(EventReceiver *r, TupleTableSlot *a, TupleTableSlot *b)
 }
 
 /*
+ * Keep a key-only old image until the next row shows whether it is needed
+ * (usually not: then nothing was copied into a tuple).  Its by-reference
+ * values (the key's) are copied.
+ */
+static void
+hold_row(EventReceiver *r, TupleTableSlot *slot, XLogRecPtr lsn, int32 seq)
+{
+	TupleDesc	desc = r->held->tts_tupleDescriptor;
+	MemoryContext old;
+	int			i;
+
+	slot_getallattrs(slot);
+	ExecClearTuple(r->held);
+	MemoryContextReset(r->heldcxt);
+	old = MemoryContextSwitchTo(r->heldcxt);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		r->held->tts_isnull[i] = slot->tts_isnull[i];
+		r->held->tts_values[i] = slot->tts_isnull[i] ? (Datum) 0 :
+			datumCopy(slot->tts_values[i], att->attbyval, att->attlen);
+	}
+	MemoryContextSwitchTo(old);
+	ExecStoreVirtualTuple(r->held);
+	r->has_held = true;
+	r->held_lsn = lsn;
+	r->held_seq = seq;
+}
+
+/*
  * The query's rows go into the sort, but for the key-only old image of an
  * UPDATE that kept the key: capture writes it (from the new row) just
  * before the new image, and the rule would skip it (it follows the new
@@ -815,24 +848,19 @@ events_collect(TupleTableSlot *slot, DestReceiver *self)
 	}
 	seq = DatumGetInt32(slot_getattr(slot, r->seq_att, &isnull));
 
-	if (r->has_pending)
+	if (r->has_held)
 	{
-		r->has_pending = false;
+		r->has_held = false;
 		if (!(DatumGetBool(slot_getattr(slot, r->new_att, &isnull)) &&
-			  lsn == r->pending_lsn && seq == r->pending_seq &&
-			  same_key_rows(r, r->pending, slot)))
+			  lsn == r->held_lsn && seq == r->held_seq &&
+			  same_key_rows(r, r->held, slot)))
 		{
-			tuplesort_puttupleslot(r->sort, r->pending);
+			tuplesort_puttupleslot(r->sort, r->held);
 			r->sorted++;
 		}
 	}
 	if (op == 'u' && image == 'k')
-	{
-		ExecCopySlot(r->pending, slot);
-		r->has_pending = true;
-		r->pending_lsn = lsn;
-		r->pending_seq = seq;
-	}
+		hold_row(r, slot, lsn, seq);
 	else
 	{
 		tuplesort_puttupleslot(r->sort, slot);
@@ -886,7 +914,10 @@ events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	nullsfirst[i++] = true;
 	r->sort = tuplesort_begin_heap(typeinfo, nsort, atts, ops, colls, nullsfirst,
 								   work_mem, NULL, TUPLESORT_NONE);
-	r->pending = MakeSingleTupleTableSlot(typeinfo, &TTSOpsMinimalTuple);
+	r->out = MakeSingleTupleTableSlot(typeinfo, &TTSOpsMinimalTuple);
+	r->held = MakeSingleTupleTableSlot(typeinfo, &TTSOpsVirtual);
+	r->heldcxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc history held row",
+									   ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(old);
 }
 
@@ -895,12 +926,12 @@ events_shutdown(DestReceiver *self)
 {
 	EventReceiver *r = (EventReceiver *) self;
 
-	if (r->has_pending)
+	if (r->has_held)
 	{
-		tuplesort_puttupleslot(r->sort, r->pending);
+		tuplesort_puttupleslot(r->sort, r->held);
 		r->sorted++;
 	}
-	r->has_pending = false;
+	r->has_held = false;
 }
 
 /*
@@ -1034,15 +1065,17 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *changelog,
 		 */
 		if (r.sorted >= (int64) 20 * RelationGetNumberOfBlocks(r.index))
 			r.walk = walk_begin(w.rel, r.index, snap, r.nkeys);
-		while (tuplesort_gettupleslot(r.sort, true, false, r.pending, NULL))
-			process_row(&r, r.pending);
+		while (tuplesort_gettupleslot(r.sort, true, false, r.out, NULL))
+			process_row(&r, r.out);
 		finish_key(&r);
 		if (r.walk)
 			walk_end(r.walk);
 		MvProgressSetRows(changes);
 	}
 	tuplesort_end(r.sort);
-	ExecDropSingleTupleTableSlot(r.pending);
+	ExecDropSingleTupleTableSlot(r.out);
+	ExecDropSingleTupleTableSlot(r.held);
+	MemoryContextDelete(r.heldcxt);
 
 	index_endscan(r.scan);
 	ExecDropSingleTupleTableSlot(r.probe);
