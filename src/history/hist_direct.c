@@ -11,9 +11,15 @@
  *	  snapshot whose command id is the one the writes use, so it never sees
  *	  them.
  *
+ *	  A refresh reads its change-log rows once: the receiver judges each
+ *	  row's transaction (the refresh's summary comes out of the same pass),
+ *	  drops the key-only old images of updates that kept their key, and
+ *	  sorts the rest by key and commit order; the writes follow the sort.
+ *
  *	  The refresh's rule is HistEventsSql's, computed per key in order:
  *	  the key's latest stored version (an index probe, backward, on the
- *	  storage's unique index) is the state before; of the states after
+ *	  storage's unique index; for a delta touching many keys, a walk along
+ *	  that index: hist_keywalk.c) is the state before; of the states after
  *	  each source transaction, those that change presence or values are
  *	  kept; the k-th kept one takes effect at max over j <= k of (time_j -
  *	  j us) + k us, so the times of a key strictly increase; each ends
@@ -290,32 +296,6 @@ value_eq(ValueEq *e, Datum a, bool anull, Datum b, bool bnull)
  * ---------------------------------------------------------------------
  */
 
-/*
- * A walk along the storage's key index, for a delta that touches many of
- * its keys: the keys come in the index's order, so instead of a descent
- * per key the walk reads the index's entries once (index-only: no heap
- * fetch but for the touched keys' entries).  It needs the keys strictly
- * increasing in the index's order; at the first that is not, it stops and
- * the probes take over.
- */
-typedef struct KeyWalk
-{
-	IndexScanDesc scan;			/* whole index, forward, index-only */
-	IndexFetchTableData *fetch;
-	int			nkeys;
-	FmgrInfo   *cmp;			/* the index's order, per key column */
-	Oid		   *collations;
-	bool		pending;		/* scan->xs_itup: an entry not yet passed */
-	bool		done;			/* no entries left */
-	bool		broken;			/* keys out of order: probes from here on */
-	bool		have_prev;
-	Datum	   *prev;			/* the last key walked to, in prevcxt */
-	MemoryContext prevcxt;
-	ItemPointerData *tids;		/* the key's entries, in index order */
-	int			ntids;
-	int			maxtids;
-} KeyWalk;
-
 typedef enum LastKind
 {
 	LAST_NONE,					/* nothing before */
@@ -363,7 +343,7 @@ typedef struct EventReceiver
 	IndexScanDesc scan;
 	ScanKeyData *skeys;
 	TupleTableSlot *probe;
-	KeyWalk    *walk;			/* or a walk along the index, when dense */
+	HistKeyWalk *walk;			/* or a walk along the index, when dense */
 
 	MemoryContext scancxt;		/* the caller's: the probe allocates as it
 								 * goes, the sort outlives the query */
@@ -468,138 +448,6 @@ keep_values(EventReceiver *r, Datum *values, bool *nulls)
 	MemoryContextSwitchTo(old);
 }
 
-static KeyWalk *
-walk_begin(Relation rel, Relation index, Snapshot snap, int nkeys)
-{
-	KeyWalk    *k = palloc0(sizeof(KeyWalk));
-	int			i;
-
-	k->nkeys = nkeys;
-	k->cmp = palloc(sizeof(FmgrInfo) * nkeys);
-	k->collations = palloc(sizeof(Oid) * nkeys);
-	for (i = 0; i < nkeys; i++)
-	{
-		fmgr_info_copy(&k->cmp[i], index_getprocinfo(index, i + 1, BTORDER_PROC),
-					   CurrentMemoryContext);
-		k->collations[i] = index->rd_indcollation[i];
-	}
-	k->prev = palloc(sizeof(Datum) * nkeys);
-	k->prevcxt = AllocSetContextCreate(CurrentMemoryContext, "mvinc history walk",
-									   ALLOCSET_SMALL_SIZES);
-	k->maxtids = 8;
-	k->tids = palloc(sizeof(ItemPointerData) * k->maxtids);
-	k->scan = index_beginscan(rel, index, snap, 0, 0);
-	k->scan->xs_want_itup = true;
-	index_rescan(k->scan, NULL, 0, NULL, 0);
-	k->fetch = table_index_fetch_begin(rel);
-	return k;
-}
-
-static void
-walk_end(KeyWalk *k)
-{
-	table_index_fetch_end(k->fetch);
-	index_endscan(k->scan);
-	MemoryContextDelete(k->prevcxt);
-}
-
-/* Order of the index entry scan->xs_itup against key (index order) */
-static int
-walk_compare(KeyWalk *k, Datum *key)
-{
-	int			i;
-
-	for (i = 0; i < k->nkeys; i++)
-	{
-		bool		isnull;
-		Datum		v = index_getattr(k->scan->xs_itup, i + 1, k->scan->xs_itupdesc, &isnull);
-		int32		c;
-
-		if (isnull)
-			return 1;			/* (keys are NOT NULL; sorts last) */
-		c = DatumGetInt32(FunctionCall2Coll(&k->cmp[i], k->collations[i], v, key[i]));
-		if (c != 0)
-			return c;
-	}
-	return 0;
-}
-
-/*
- * Walk to key (its columns in key order): the latest of its entries whose
- * version the snapshot sees goes into slot.  False when it has none, or
- * when the walk broke (k->broken: key is not past the previous one).
- */
-static bool
-walk_to(KeyWalk *k, Datum *key, Snapshot snap, TupleTableSlot *slot)
-{
-	MemoryContext old;
-	int			i;
-
-	if (k->have_prev)
-	{
-		int32		c = 0;
-
-		for (i = 0; i < k->nkeys && c == 0; i++)
-			c = DatumGetInt32(FunctionCall2Coll(&k->cmp[i], k->collations[i],
-												key[i], k->prev[i]));
-		if (c <= 0)
-		{
-			k->broken = true;
-			return false;
-		}
-	}
-	MemoryContextReset(k->prevcxt);
-	old = MemoryContextSwitchTo(k->prevcxt);
-	for (i = 0; i < k->nkeys; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(k->scan->indexRelation->rd_att, i);
-
-		k->prev[i] = datumCopy(key[i], att->attbyval, att->attlen);
-	}
-	MemoryContextSwitchTo(old);
-	k->have_prev = true;
-
-	/* the key's entries; the first one past it stays pending */
-	k->ntids = 0;
-	while (!k->done)
-	{
-		int			c;
-
-		if (!k->pending)
-		{
-			if (index_getnext_tid(k->scan, ForwardScanDirection) == NULL)
-			{
-				k->done = true;
-				break;
-			}
-			k->pending = true;
-		}
-		c = walk_compare(k, key);
-		if (c > 0)
-			break;
-		k->pending = false;
-		if (c < 0)
-			continue;
-		if (k->ntids == k->maxtids)
-		{
-			k->maxtids *= 2;
-			k->tids = repalloc(k->tids, sizeof(ItemPointerData) * k->maxtids);
-		}
-		k->tids[k->ntids++] = k->scan->xs_heaptid;
-	}
-
-	/* the latest version the snapshot sees, as a backward probe finds it */
-	for (i = k->ntids - 1; i >= 0; i--)
-	{
-		bool		call_again = false;
-		bool		all_dead = false;
-
-		if (table_index_fetch_tuple(k->fetch, &k->tids[i], snap, slot, &call_again, &all_dead))
-			return true;
-	}
-	return false;
-}
-
 /* The key's latest stored version: the state before its changes */
 static void
 probe_key(EventReceiver *r, Datum *values)
@@ -616,16 +464,16 @@ probe_key(EventReceiver *r, Datum *values)
 	for (i = 0; i < r->nkeys; i++)
 		r->skeys[i].sk_argument = values[r->keycol[i]];
 	old = MemoryContextSwitchTo(r->scancxt);
-	if (r->walk != NULL && !r->walk->broken)
+	if (r->walk != NULL && !HistKeyWalkBroken(r->walk))
 	{
 		Datum	   *key = palloc(sizeof(Datum) * r->nkeys);
 
 		for (i = 0; i < r->nkeys; i++)
 			key[i] = values[r->keycol[i]];
-		found = walk_to(r->walk, key, r->w->snap, r->probe);
+		found = HistKeyWalkTo(r->walk, key, r->w->snap, r->probe);
 		pfree(key);
 	}
-	if (r->walk == NULL || r->walk->broken)
+	if (r->walk == NULL || HistKeyWalkBroken(r->walk))
 	{
 		index_rescan(r->scan, r->skeys, r->nkeys, NULL, 0);
 		found = index_getnext_slot(r->scan, BackwardScanDirection, r->probe);
@@ -1064,12 +912,12 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *changelog,
 		 * few hundred entries walked cost about what 20 descents do.
 		 */
 		if (r.sorted >= (int64) 20 * RelationGetNumberOfBlocks(r.index))
-			r.walk = walk_begin(w.rel, r.index, snap, r.nkeys);
+			r.walk = HistKeyWalkBegin(w.rel, r.index, snap, r.nkeys);
 		while (tuplesort_gettupleslot(r.sort, true, false, r.out, NULL))
 			process_row(&r, r.out);
 		finish_key(&r);
 		if (r.walk)
-			walk_end(r.walk);
+			HistKeyWalkEnd(r.walk);
 		MvProgressSetRows(changes);
 	}
 	tuplesort_end(r.sort);

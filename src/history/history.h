@@ -123,6 +123,13 @@ extern void HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage,
 							HistApplied *out);
 extern void HistKeyMissing(HistDef *def);
 
+/* hist_keywalk.c: the latest versions of many keys, in one walk */
+typedef struct HistKeyWalk HistKeyWalk;
+extern HistKeyWalk *HistKeyWalkBegin(Relation rel, Relation index, Snapshot snap, int nkeys);
+extern bool HistKeyWalkTo(HistKeyWalk *k, Datum *key, Snapshot snap, TupleTableSlot *slot);
+extern bool HistKeyWalkBroken(HistKeyWalk *k);
+extern void HistKeyWalkEnd(HistKeyWalk *k);
+
 /* hist_direct.c */
 extern bool HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *changelog,
 								  XLogRecPtr from, XLogRecPtr to, const char *new_snap,
