@@ -28,6 +28,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -228,6 +229,47 @@ count_keys(const char *changed, HistApplied *out)
 	out->new_keys = first_int8(1);
 	out->changed_keys = first_int8(2);
 	out->closed_keys = first_int8(3);
+}
+
+/*
+ * Does state_sql's extract (every view column, by name) already hold, as
+ * the current versions of the storage, with nothing to change?  For a
+ * load repeating the newest one (no version then starts or ends after
+ * its time, and only current versions reach past it): an unchanged
+ * extract equals the current versions key by key, one each.  Checks the
+ * extract for duplicate keys first (unless unique) and counts its rows
+ * into out->rows.  A merge join, as the in-order load's diff.
+ */
+bool
+HistStateUnchanged(HistDef *def, const char *storage, const char *state_sql, bool unique,
+				   HistApplied *out)
+{
+	char	   *keys = HistColumnListSql(def, true, false, NULL);
+	int			nestlevel;
+	int64		differing;
+	int64		matched;
+
+	if (unique)
+	{
+		run(psprintf("SELECT count(*) FROM (%s) s", state_sql), NULL, 0, 0, SPI_OK_SELECT);
+		out->rows = first_int8(1);
+	}
+	else
+		out->rows = check_duplicates(def, state_sql, NULL);
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	run(psprintf("SELECT count(*) FILTER (WHERE f._mvinc_f IS NULL OR o._mvinc_o IS NULL OR NOT (%s)), "
+				 "count(*) FILTER (WHERE f._mvinc_f AND o._mvinc_o) "
+				 "FROM (SELECT s.*, true AS _mvinc_f FROM (%s) s) f "
+				 "FULL JOIN (SELECT h.*, true AS _mvinc_o FROM %s h "
+				 "           WHERE h.valid_to = 'infinity') o USING (%s)",
+				 values_equal_sql(def, "f.%s", "o.%s"), state_sql, storage, keys),
+		NULL, 0, 0, SPI_OK_SELECT);
+	differing = first_int8(1);
+	matched = first_int8(2);
+	AtEOXact_GUC(true, nestlevel);
+	return differing == 0 && matched == out->rows;
 }
 
 /*

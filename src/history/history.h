@@ -122,6 +122,8 @@ extern void HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage,
 							const char *changelog, const char *delta, bool truncates,
 							HistApplied *out);
 extern void HistKeyMissing(HistDef *def);
+extern bool HistStateUnchanged(HistDef *def, const char *storage, const char *state_sql,
+							   bool unique, HistApplied *out);
 
 /* hist_keywalk.c: the latest versions of many keys, in one walk */
 typedef struct HistKeyWalk HistKeyWalk;

@@ -24,6 +24,16 @@ SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d12', '2024-01-12');
 SELECT * FROM hl_h ORDER BY user_id, valid_from;
 -- the same snapshot again: nothing changes
 SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d12', '2024-01-12');
+-- the same day again, corrected, then as first loaded: that day's state
+-- is replaced each time; duplicate keys are refused there too
+UPDATE hl_staging.d12 SET tier = 'c' WHERE user_id = 4;
+SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d12', '2024-01-12');
+SELECT user_id, tier, valid_from, valid_to FROM hl_h WHERE user_id = 4 ORDER BY valid_from;
+INSERT INTO hl_staging.d12 VALUES (4, 1, 'b');
+SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d12', '2024-01-12');
+DELETE FROM hl_staging.d12 WHERE user_id = 4 AND tier = 'c';
+SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d12', '2024-01-12');
+SELECT * FROM hl_h ORDER BY user_id, valid_from;
 -- late data: the day between splits the intervals that cover it
 SELECT * FROM mvinc.history_load('hl_h', 'hl_staging.d11', '2024-01-11');
 SELECT * FROM hl_h ORDER BY user_id, valid_from;
