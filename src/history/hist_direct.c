@@ -719,7 +719,13 @@ events_collect(TupleTableSlot *slot, DestReceiver *self)
 
 /*
  * Sort by key, then per key and transaction the last image first (a later
- * sequence number; a new image before the old one of the same change)
+ * sequence number; a new image before the old one of the same change).
+ * Keys sort as the storage's key index orders them (its operator family
+ * and collation), not as the change log's columns would: the rows of a
+ * key must be adjacent by the index's equality (same_key, the lookups),
+ * and the walk needs the index's order.  The change log's column keeps
+ * the collation the source column had when tracking began (a later ALTER
+ * of the column's collation does not reach it), so the two can differ.
  */
 static void
 events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
@@ -742,15 +748,14 @@ events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	nullsfirst = palloc0(sizeof(bool) * nsort);
 	for (i = 0; i < r->nkeys; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(typeinfo, r->keycol[i]);
-		TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR);
+		Oid			intype = r->index->rd_opcintype[i];
 
-		if (!OidIsValid(tc->lt_opr))
-			elog(ERROR, "no ordering operator for history key type %s",
-				 format_type_be(att->atttypid));
 		atts[i] = r->keycol[i] + 1;
-		ops[i] = tc->lt_opr;
-		colls[i] = att->attcollation;
+		ops[i] = get_opfamily_member(r->index->rd_opfamily[i], intype, intype,
+									 BTLessStrategyNumber);
+		if (!OidIsValid(ops[i]))
+			elog(ERROR, "no ordering operator for key column %d of the history storage", i + 1);
+		colls[i] = r->index->rd_indcollation[i];
 	}
 	atts[i] = r->lsn_att;
 	ops[i++] = lookup_type_cache(PG_LSNOID, TYPECACHE_LT_OPR)->lt_opr;
