@@ -273,6 +273,28 @@ row_states_in(Oid tab, Oid idx, Oid relfilenode, ItemPointer tid, List *result)
 }
 
 /*
+ * The next deletion record of a scan of the deletion index that the
+ * snapshot sees, or NULL
+ */
+static HeapTuple
+next_deletion(SysScanDesc scan, Snapshot snapshot)
+{
+	HeapTuple	tup;
+
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+
+		if (MvincUnlockedVisible(scan, tup, snapshot) &&
+			ROWSTATE_IS_DELETION(DatumGetChar(heap_getattr(tup, 3,
+															RelationGetDescr(scan->heap_rel),
+															&isnull))))
+			return tup;
+	}
+	return NULL;
+}
+
+/*
  * Is the row deleted under an MVCC snapshot? (A deletion record visible
  * to the snapshot deletes the row.)
  */
@@ -283,8 +305,7 @@ ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid, Snapshot snapshot)
 	Relation	meta;
 	SysScanDesc scan;
 	ScanKeyData key[2];
-	HeapTuple	tup;
-	bool		deleted = false;
+	bool		deleted;
 
 	ColfileMetaRelIds(&ids);
 	meta = table_open(ids.rowstate, AccessShareLock);
@@ -294,21 +315,7 @@ ColfileRowDeletedFor(Oid relfilenode, ItemPointer tid, Snapshot snapshot)
 				ItemPointerGetDatum(tid));
 	scan = systable_beginscan(meta, ids.rowstate_del_idx, true,
 							  MvincUnlockedSnapshot(snapshot), 2, key);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		bool		isnull;
-		char		kind;
-
-		if (!MvincUnlockedVisible(scan, tup, snapshot))
-			continue;
-		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
-
-		if (ROWSTATE_IS_DELETION(kind))
-		{
-			deleted = true;
-			break;
-		}
-	}
+	deleted = next_deletion(scan, snapshot) != NULL;
 	systable_endscan(scan);
 	table_close(meta, AccessShareLock);
 	return deleted;
@@ -343,21 +350,12 @@ ColfileDeletedSet(Oid relfilenode, Snapshot snapshot)
 				ObjectIdGetDatum(relfilenode));
 	scan = systable_beginscan(meta, ids.rowstate_del_idx, true,
 							  MvincUnlockedSnapshot(snapshot), 1, key);
-	while ((tup = systable_getnext(scan)) != NULL)
+	while ((tup = next_deletion(scan, snapshot)) != NULL)
 	{
 		bool		isnull;
-		char		kind;
+		ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
 
-		if (!MvincUnlockedVisible(scan, tup, snapshot))
-			continue;
-		kind = DatumGetChar(heap_getattr(tup, 3, RelationGetDescr(meta), &isnull));
-
-		if (ROWSTATE_IS_DELETION(kind))
-		{
-			ItemPointer t = DatumGetItemPointer(heap_getattr(tup, 2, RelationGetDescr(meta), &isnull));
-
-			(void) hash_search(set, t, HASH_ENTER, NULL);
-		}
+		(void) hash_search(set, t, HASH_ENTER, NULL);
 	}
 	systable_endscan(scan);
 	table_close(meta, AccessShareLock);

@@ -344,6 +344,7 @@ typedef struct EventReceiver
 	ScanKeyData *skeys;
 	TupleTableSlot *probe;
 	HistKeyWalk *walk;			/* or a walk along the index, when dense */
+	Datum	   *walkkey;		/* its key, in key order */
 
 	MemoryContext scancxt;		/* the caller's: the probe allocates as it
 								 * goes, the sort outlives the query */
@@ -466,12 +467,9 @@ probe_key(EventReceiver *r, Datum *values)
 	old = MemoryContextSwitchTo(r->scancxt);
 	if (r->walk != NULL && !HistKeyWalkBroken(r->walk))
 	{
-		Datum	   *key = palloc(sizeof(Datum) * r->nkeys);
-
 		for (i = 0; i < r->nkeys; i++)
-			key[i] = values[r->keycol[i]];
-		found = HistKeyWalkTo(r->walk, key, r->w->snap, r->probe);
-		pfree(key);
+			r->walkkey[i] = values[r->keycol[i]];
+		found = HistKeyWalkTo(r->walk, r->walkkey, r->w->snap, r->probe);
 	}
 	if (r->walk == NULL || HistKeyWalkBroken(r->walk))
 	{
@@ -917,7 +915,10 @@ HistApplyEventsDirect(HistDef *def, Oid storage_oid, const char *changelog,
 		 * few hundred entries walked cost about what 20 descents do.
 		 */
 		if (r.sorted >= (int64) 20 * RelationGetNumberOfBlocks(r.index))
+		{
 			r.walk = HistKeyWalkBegin(w.rel, r.index, snap, r.nkeys);
+			r.walkkey = palloc(sizeof(Datum) * r.nkeys);
+		}
 		while (tuplesort_gettupleslot(r.sort, true, false, r.out, NULL))
 			process_row(&r, r.out);
 		finish_key(&r);
