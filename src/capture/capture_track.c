@@ -283,12 +283,14 @@ become_extension_owner(Oid *save_userid, int *save_sec)
 }
 
 /* Column definition "name type [COLLATE c]" of a source column */
+/*
+ * " COLLATE x" when the column's collation is not its type's default: the
+ * change log's copy must sort and compare as the source does, or Hybrid
+ * reads and refreshes would merge groups and min/max by another order.
+ */
 static void
-append_column_def(StringInfo s, Form_pg_attribute att)
+append_collate_clause(StringInfo s, Form_pg_attribute att)
 {
-	appendStringInfo(s, "%s %s", quote_identifier(NameStr(att->attname)),
-					 format_type_extended(att->atttypid, att->atttypmod,
-										  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
 	if (OidIsValid(att->attcollation) &&
 		att->attcollation != get_typcollation(att->atttypid))
 	{
@@ -303,6 +305,15 @@ append_column_def(StringInfo s, Form_pg_attribute att)
 													NameStr(coll->collname)));
 		ReleaseSysCache(tup);
 	}
+}
+
+static void
+append_column_def(StringInfo s, Form_pg_attribute att)
+{
+	appendStringInfo(s, "%s %s", quote_identifier(NameStr(att->attname)),
+					 format_type_extended(att->atttypid, att->atttypmod,
+										  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+	append_collate_clause(s, att);
 }
 
 /* Refuse sources that cannot be captured */
@@ -905,15 +916,24 @@ MvincSyncChangeLog(Oid relid)
 			if (!latt->attisdropped && strcmp(NameStr(latt->attname), NameStr(att->attname)) == 0)
 			{
 				found = true;
-				/* A changed type: convert the logged values through text */
-				if (latt->atttypid != att->atttypid || latt->atttypmod != att->atttypmod)
+				/*
+				 * A changed type: convert the logged values through text.  A
+				 * changed collation (the column unused by any view, else
+				 * PostgreSQL refuses) is followed too: a view created later
+				 * groups and compares logged values as it does the source's.
+				 */
+				if (latt->atttypid != att->atttypid || latt->atttypmod != att->atttypmod ||
+					latt->attcollation != att->attcollation)
 				{
 					char	   *type = format_type_extended(att->atttypid, att->atttypmod,
 															FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
 
-					appendStringInfo(&sql, "%s ALTER COLUMN %s TYPE %s USING %s::pg_catalog.text::%s",
-									 any ? "," : "", quote_identifier(NameStr(att->attname)), type,
-									 quote_identifier(NameStr(att->attname)), type);
+					appendStringInfo(&sql, "%s ALTER COLUMN %s TYPE %s",
+									 any ? "," : "", quote_identifier(NameStr(att->attname)), type);
+					append_collate_clause(&sql, att);
+					if (latt->atttypid != att->atttypid || latt->atttypmod != att->atttypmod)
+						appendStringInfo(&sql, " USING %s::pg_catalog.text::%s",
+										 quote_identifier(NameStr(att->attname)), type);
 					any = true;
 				}
 			}
