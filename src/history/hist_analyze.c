@@ -58,31 +58,53 @@ static Oid	index_going = InvalidOid;
 
 static void check_source_keys(Oid relid);
 
-/* Is every key column of index among the attnums of keys? */
+/*
+ * Is every key column of index (on relid) one of the view's key columns
+ * (matched by attnum on the source, by name on another table, e.g. a
+ * snapshot)?  Under a nondeterministic collation the index must compare
+ * as the key does: one unique by bytes may hold two rows the view's key
+ * calls equal.
+ */
 static bool
-index_within_keys(Relation index, List *keys)
+index_within_keys(Relation index, Oid relid, HistDef *def)
 {
-	int			i;
-
-	for (i = 0; i < index->rd_index->indnkeyatts; i++)
+	for (int i = 0; i < index->rd_index->indnkeyatts; i++)
 	{
 		AttrNumber	attno = index->rd_index->indkey.values[i];
-		bool		found = false;
+		const char *name = relid == def->sourceid ? NULL : get_attname(relid, attno, false);
+		HistColumn *key = NULL;
 		ListCell   *lc;
 
-		foreach(lc, keys)
-			if (((HistColumn *) lfirst(lc))->srcattnum == attno)
-				found = true;
-		if (!found)
+		foreach(lc, def->keys)
+		{
+			HistColumn *col = lfirst(lc);
+
+			if (name == NULL ? col->srcattnum == attno :
+				strcmp(get_attname(def->sourceid, col->srcattnum, false), name) == 0)
+				key = col;
+		}
+		if (key == NULL)
+			return false;
+		if (OidIsValid(key->collation) && !get_collation_isdeterministic(key->collation) &&
+			index->rd_indcollation[i] != key->collation)
 			return false;
 	}
 	return true;
 }
 
+/* Is an index usable as proof of one row per key: unique, valid, immediate, on plain columns? */
+static bool
+index_is_plain_unique(Relation index)
+{
+	return index->rd_index->indisunique && index->rd_index->indisvalid &&
+		index->rd_index->indimmediate &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
+}
+
 /*
  * Does a unique, valid, non-partial index on plain columns of relid lie
- * within the key (matched by the source's column names)?  Then relid
- * holds at most one row per key.
+ * within the key?  Then relid holds at most one row per key.
  */
 bool
 HistKeyIsUnique(HistDef *def, Oid relid)
@@ -95,25 +117,8 @@ HistKeyIsUnique(HistDef *def, Oid relid)
 	foreach(lc, indexes)
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		bool		ok = index->rd_index->indisunique && index->rd_index->indisvalid &&
-			index->rd_index->indimmediate &&
-			heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
-			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
-		int			i;
 
-		for (i = 0; ok && i < index->rd_index->indnkeyatts; i++)
-		{
-			char	   *name = get_attname(relid, index->rd_index->indkey.values[i], false);
-			bool		found = false;
-			ListCell   *lk;
-
-			foreach(lk, def->keys)
-				if (strcmp(get_attname(def->sourceid, ((HistColumn *) lfirst(lk))->srcattnum, false),
-						   name) == 0)
-					found = true;
-			ok = found;
-		}
-		unique |= ok;
+		unique |= index_is_plain_unique(index) && index_within_keys(index, relid, def);
 		index_close(index, AccessShareLock);
 	}
 	table_close(rel, AccessShareLock);
@@ -138,17 +143,13 @@ check_key_unique(HistDef *def, const char *viewname, const char *keytext)
 	foreach(lc, indexes)
 	{
 		Relation	index;
-		bool		plain;
 
 		if (lfirst_oid(lc) == index_going)
 			continue;
 		index = index_open(lfirst_oid(lc), AccessShareLock);
-		plain = heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
-			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
 
 		/* a deferrable one lets two rows share a key within a transaction */
-		if (plain && index->rd_index->indisunique && index->rd_index->indisvalid &&
-			index->rd_index->indimmediate && index_within_keys(index, def->keys))
+		if (index_is_plain_unique(index) && index_within_keys(index, def->sourceid, def))
 			unique = true;
 		/* key-only old images hold the identity columns: enough if they hold the key */
 		if (lfirst_oid(lc) == replica && rel->rd_rel->relreplident != REPLICA_IDENTITY_FULL)

@@ -721,9 +721,9 @@ events_collect(TupleTableSlot *slot, DestReceiver *self)
  * Keys sort as the storage's key index orders them (its operator family
  * and collation), not as the change log's columns would: the rows of a
  * key must be adjacent by the index's equality (same_key, the lookups),
- * and the walk needs the index's order.  The change log's column keeps
- * the collation the source column had when tracking began (a later ALTER
- * of the column's collation does not reach it), so the two can differ.
+ * and the walk needs the index's order.  The change log's column can
+ * differ: a view's key may carry its own COLLATE, and a log made before
+ * the log followed ALTER COLUMN ... COLLATE keeps the old collation.
  */
 static void
 events_startup(DestReceiver *self, int operation, TupleDesc typeinfo)

@@ -52,6 +52,14 @@ UPDATE he_ci_src SET email = 'ANN@x.org', lvl = 2 WHERE email = 'ann@x.org';
 SELECT email, lvl, valid_to = 'infinity' AS current FROM he_ci_h ORDER BY lower(email), valid_from;
 REFRESH MATERIALIZED VIEW he_ci_h;
 SELECT email, lvl, valid_to = 'infinity' AS current FROM he_ci_h ORDER BY lower(email), valid_from;
+-- a unique index that compares by bytes does not make a case-insensitive
+-- key unique ('a' and 'A' both fit it): refused, as with no index at all
+CREATE TABLE he_ci_bytes (k text COLLATE he_ci NOT NULL, v int);
+CREATE UNIQUE INDEX ON he_ci_bytes (k COLLATE "C");
+INSERT INTO he_ci_bytes VALUES ('a', 1), ('A', 2);
+CREATE MATERIALIZED VIEW he_ci_bytes_h WITH (mvinc.history = true, mvinc.key = 'k')
+  AS SELECT k, v FROM he_ci_bytes;
+DROP TABLE he_ci_bytes;
 
 -- an extract whose column has another type modifier is refused (values
 -- the source could not hold would be stored, or versions made of values
