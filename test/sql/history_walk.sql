@@ -329,7 +329,8 @@ SELECT count(*) AS problems FROM mvinc.history_check('hw_ln');
 
 -- a key column whose collation changed after tracking began (an
 -- incremental view kept the source tracked): the change log's column
--- keeps the old, deterministic collation, the view's key and its storage
+-- follows it, but a log made before it did kept the old, deterministic
+-- collation (made so here by hand), while the view's key and its storage
 -- have the case-insensitive one.  The refresh groups a key's rows as the
 -- storage's key index compares them: 'a' and 'A' are one key whose rows
 -- must not be split by the change log's order ('A' < 'b' < 'a' there)
@@ -344,6 +345,10 @@ CREATE MATERIALIZED VIEW hw_alt_h WITH (mvinc.history = true, mvinc.key = 'k')
 SELECT a.attcollation::regcollation AS change_log_collation
   FROM pg_attribute a JOIN mvinc.tracked t ON a.attrelid = t.changelog
  WHERE t.relid = 'hw_alt'::regclass AND a.attname = 'k';
+DO $$ BEGIN
+  EXECUTE (SELECT format('ALTER TABLE %s ALTER COLUMN k TYPE text COLLATE "default"', changelog::regclass)
+             FROM mvinc.tracked WHERE relid = 'hw_alt'::regclass);
+END $$;
 UPDATE hw_alt SET v = 2 WHERE k = 'a0';
 UPDATE hw_alt SET k = 'A0' WHERE k = 'a0';                  -- respelled
 UPDATE hw_alt SET v = 3 WHERE k = 'A0';
