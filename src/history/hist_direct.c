@@ -1005,7 +1005,6 @@ HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 {
 	DiffReceiver r = {0};
 	VersionWriter w;
-	char	   *keys = HistColumnListSql(def, true, false, NULL);
 	StringInfoData sql;
 	Snapshot	fetch;
 	ListCell   *lc;
@@ -1022,10 +1021,7 @@ HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 
 		appendStringInfo(&sql, ", %s%s", col->is_key ? "" : "f.", quote_identifier(col->name));
 	}
-	appendStringInfo(&sql, " FROM (SELECT s.*, true AS _mvinc_f FROM (%s) s) f "
-					 "FULL JOIN (SELECT h.*, h.ctid AS _mvinc_ctid, true AS _mvinc_o FROM %s h "
-					 "           WHERE h.valid_to = 'infinity') o USING (%s)",
-					 state_sql, storage, keys);
+	appendStringInfo(&sql, " FROM %s", HistStateJoinCurrentSql(def, storage, state_sql, true));
 	if (!count_rows)
 		appendStringInfo(&sql, " WHERE f._mvinc_f IS NULL OR o._mvinc_o IS NULL OR NOT (%s)",
 						 values_equal);
@@ -1045,15 +1041,7 @@ HistSetStateInOrderDirect(HistDef *def, Oid storage_oid, const char *storage,
 	r.pub.rDestroy = events_destroy;
 	r.pub.mydest = DestNone;
 
-	/*
-	 * A merge join: the storage's key index gives the current versions in
-	 * key order, the extract's key index (or a sort) the extract's.  The
-	 * planner prefers hashing a side, which took 2-2.5x as long for 1M
-	 * keys (the hash table's cache misses), more with deeper history.
-	 */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = HistPreferMergeJoin();
 	run_into(sql.data, 1, types, args, (DestReceiver *) &r);
 	AtEOXact_GUC(true, nestlevel);
 	MemoryContextDelete(r.rowcxt);

@@ -124,6 +124,9 @@ extern void HistApplyEvents(HistDef *def, Oid storage_oid, const char *storage,
 extern void HistKeyMissing(HistDef *def);
 extern bool HistStateUnchanged(HistDef *def, const char *storage, const char *state_sql,
 							   bool unique, HistApplied *out);
+extern char *HistStateJoinCurrentSql(HistDef *def, const char *storage, const char *state_sql,
+									 bool with_ctid);
+extern int	HistPreferMergeJoin(void);
 
 /* hist_keywalk.c: the latest versions of many keys, in one walk */
 typedef struct HistKeyWalk HistKeyWalk;
