@@ -360,11 +360,21 @@ typedef enum MvReadBranch
 	MV_READ_MERGE,				/* the storage merged with its append table */
 	MV_READ_HYBRID				/* ... and with the states of the visible delta */
 } MvReadBranch;
+/* A read node's hold on its decision (mv_read.c's memo entry) */
+typedef struct MvReadPin
+{
+	int			memo;			/* the entry, or -1 */
+	uint64		decision;		/* ... while it still holds this decision */
+} MvReadPin;
 extern MvReadBranch MvGetReadBranch(Oid viewid);
 extern MvReadBranch MvDecideReadBranch(Oid viewid);
-extern void MvForgetReadDecisions(void);
-extern void MvPinReadBranch(Oid viewid, Snapshot snap, bool pin);
+extern void MvForgetReadDecisions(SubTransactionId subid);
+extern MvReadPin MvPinReadBranch(Oid viewid, Snapshot snap);
+extern void MvUnpinReadBranch(MvReadPin pin);
 extern void MvUnpinReadBranches(void);
+extern void MvEnterReadArm(Oid viewid, MvReadPin pin);
+extern void MvLeaveReadArm(void);
+extern Oid	MvRunningReadUser(Oid viewid);
 
 /* mv_rewrite.c */
 extern bool mvinc_enable_rewrite;
@@ -436,7 +446,7 @@ typedef struct MvDeltaRows
 } MvDeltaRows;
 extern bool MvHybridCapable(MvDef *def);
 extern bool MvHybridCanReplace(MvDef *def);
-extern bool MvHybridReaderMaySee(MvDef *def);
+extern bool MvHybridReaderMaySee(MvDef *def, Oid userid);
 extern int64 MvHybridMaxDeltaRows(Oid sourceid);
 
 /*
@@ -458,7 +468,7 @@ typedef struct MvDeltaFilter
 extern MvDeltaRows *MvComputeDeltaRows(Oid viewid, bool changes, MvDeltaFilter *filter,
 									   Snapshot latest);
 extern MvDeltaRows *MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter);
-extern bool MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows,
+extern bool MvMemoDeltaCounts(MvReadPin pin, int64 *delta_rows, int64 *replaced_rows,
 							  bool *kept);
 
 /* mv_deltacache.c */

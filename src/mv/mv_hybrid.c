@@ -81,19 +81,19 @@ MvHybridCanReplace(MvDef *def)
 }
 
 /*
- * May the current user see what a hybrid read's delta functions return?
+ * May userid see what a hybrid read's delta functions return?
  * An aggregate view's delta is its own groups (the caller may read the
  * view: checked apart); a projection view's also holds the source's row
  * identities, of rows the view's WHERE may hide, so the caller must be
  * able to read those columns of the source.
  */
 bool
-MvHybridReaderMaySee(MvDef *def)
+MvHybridReaderMaySee(MvDef *def, Oid userid)
 {
 	ListCell   *lc;
 
 	if (def->kind != MV_KIND_PROJECTION ||
-		pg_class_aclcheck(def->sourceid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		pg_class_aclcheck(def->sourceid, userid, ACL_SELECT) == ACLCHECK_OK)
 		return true;
 	/* (column rights add to the table's: no ACL on a column is no right) */
 	foreach(lc, def->columns)
@@ -101,7 +101,7 @@ MvHybridReaderMaySee(MvDef *def)
 		MvColumn   *col = lfirst(lc);
 
 		if (col->role == MV_COL_ROWID &&
-			pg_attribute_aclcheck(def->sourceid, col->srcattnum, GetUserId(),
+			pg_attribute_aclcheck(def->sourceid, col->srcattnum, userid,
 								  ACL_SELECT) != ACLCHECK_OK)
 			return false;
 	}
@@ -482,20 +482,25 @@ delta_rows_srf(FunctionCallInfo fcinfo, bool replaced)
 	MvDeltaRows *rows;
 	MvCatalog  *cat;
 	MvDeltaFilter *filter = NULL;
+	Oid			reader = MvRunningReadUser(viewid);
 
 	/*
 	 * The delta's state rows are the whole view's: only for a caller who
 	 * may read the view itself (a reader through a plain view reads the
-	 * defining query instead, see compute_branch).
+	 * defining query instead, see compute_branch).  A read node's arm asks
+	 * for the user its node decided for, who may be another than the one
+	 * running it (a cursor fetched after SET ROLE).
 	 */
-	if (pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (!OidIsValid(reader))
+		reader = GetUserId();
+	if (pg_class_aclcheck(viewid, reader, ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for materialized view %s",
 						get_rel_name(viewid) ? get_rel_name(viewid) : "?")));
 	cat = MvCatalogLookup(viewid, MV_LOOKUP_ACTIVE);
 	if (cat != NULL && cat->kind == MV_KIND_PROJECTION &&
-		!MvHybridReaderMaySee(MvDefForView(viewid)))
+		!MvHybridReaderMaySee(MvDefForView(viewid), reader))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for the row identity of the source of materialized view %s",

@@ -153,7 +153,7 @@ mv_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 		while (spi_depth > 0 && spi_level[spi_depth - 1] >= level)
 			spi_depth--;
-		MvForgetReadDecisions();
+		MvForgetReadDecisions(mySubid);
 	}
 }
 

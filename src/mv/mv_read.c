@@ -484,6 +484,7 @@ typedef struct FreshMemo
 	int64		shown_replaced_rows;
 	int			pins;			/* read nodes running on this decision */
 	int			read_path;		/* mvinc.read_path when it was made */
+	uint64		decision;		/* which decision it holds (MvReadPin) */
 } FreshMemo;
 
 /*
@@ -496,6 +497,29 @@ typedef struct FreshMemo
 static FreshMemo *fresh_memo = NULL;
 static int	fresh_memo_size = 0;
 static int	fresh_memo_next = 0;
+static uint64 last_decision = 0;
+
+/*
+ * The read nodes whose arm runs now, innermost last.  An arm's guards and
+ * delta functions answer from its node's decision, whoever runs it: a
+ * cursor fetched after SET ROLE, or by the caller of the SECURITY DEFINER
+ * function that opened it, runs as a user whose own decision may name
+ * another arm (the arm that runs then found its guard false and returned
+ * no rows).  An arm that fails leaves its entry behind: the abort of the
+ * (sub)transaction it ran in removes it.
+ */
+typedef struct RunningArm
+{
+	Oid			viewid;
+	MvReadPin	pin;
+	SubTransactionId subid;		/* where it began running */
+} RunningArm;
+
+static RunningArm *running_arms = NULL;
+static int	n_running_arms = 0;
+static int	max_running_arms = 0;
+
+static FreshMemo *running_decision(Oid viewid);
 
 /* The entry to fill with a new decision: the next unpinned one */
 static FreshMemo *
@@ -677,7 +701,7 @@ compute_branch(Oid viewid, bool *changes, Snapshot *delta_snapshot, MvDeltaKey *
 		if ((delta == MV_DELTA_KEYONLY && !projection) ||
 			(delta >= MV_DELTA_CHANGES && !MvHybridCanReplace(def)) ||
 			pg_class_aclcheck(viewid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
-			(projection && !MvHybridReaderMaySee(def)))
+			(projection && !MvHybridReaderMaySee(def, GetUserId())))
 			return MV_READ_LIVE;
 		*changes = delta >= MV_DELTA_CHANGES;
 		/* a delta of inserts is known by its transactions (mv_deltacache.c) */
@@ -790,6 +814,7 @@ get_read_branch(Oid viewid, bool guard)
 	m->delta_changes = changes;
 	m->userid = GetUserId();
 	m->read_path = mvinc_read_path_mode;
+	m->decision = ++last_decision;
 	m->viewid = viewid;
 	return branch;
 }
@@ -805,28 +830,105 @@ MvDecideReadBranch(Oid viewid)
 MvReadBranch
 MvGetReadBranch(Oid viewid)
 {
+	FreshMemo  *m = running_decision(viewid);
+
+	if (m != NULL)
+		return m->branch;
 	return get_read_branch(viewid, true);
 }
 
-/*
- * Pin (or unpin) the decision for viewid under snap: a read node keeps its
- * decision in the memo while it runs.
- */
-void
-MvPinReadBranch(Oid viewid, Snapshot snap, bool pin)
+/* The entry a pin holds, or NULL once it holds another decision */
+static FreshMemo *
+pinned_entry(MvReadPin pin)
 {
+	if (pin.memo < 0 || pin.memo >= fresh_memo_size ||
+		fresh_memo[pin.memo].decision != pin.decision || fresh_memo[pin.memo].pins == 0)
+		return NULL;
+	return &fresh_memo[pin.memo];
+}
+
+/*
+ * Pin the decision for viewid under snap: a read node keeps its decision
+ * in the memo while it runs.
+ */
+MvReadPin
+MvPinReadBranch(Oid viewid, Snapshot snap)
+{
+	MvReadPin	pin = {-1, 0};
+
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
 		if (memo_matches(&fresh_memo[i], viewid, snap) &&
-			(pin ? fresh_memo[i].read_path == mvinc_read_path_mode : fresh_memo[i].pins > 0))
+			fresh_memo[i].read_path == mvinc_read_path_mode)
 		{
-			if (pin)
-				fresh_memo[i].pins++;
-			else if (fresh_memo[i].pins > 0)
-				fresh_memo[i].pins--;
-			return;
+			fresh_memo[i].pins++;
+			pin.memo = i;
+			pin.decision = fresh_memo[i].decision;
+			break;
 		}
 	}
+	return pin;
+}
+
+/* A read node ends: let its decision go (whoever ends it) */
+void
+MvUnpinReadBranch(MvReadPin pin)
+{
+	FreshMemo  *m = pinned_entry(pin);
+
+	if (m != NULL)
+		m->pins--;
+}
+
+/* A read node runs its arm (until MvLeaveReadArm) */
+void
+MvEnterReadArm(Oid viewid, MvReadPin pin)
+{
+	if (n_running_arms == max_running_arms)
+	{
+		int			size = Max(8, max_running_arms * 2);
+
+		if (running_arms == NULL)
+			running_arms = MemoryContextAlloc(TopMemoryContext, size * sizeof(RunningArm));
+		else
+			running_arms = repalloc(running_arms, size * sizeof(RunningArm));
+		max_running_arms = size;
+	}
+	running_arms[n_running_arms].viewid = viewid;
+	running_arms[n_running_arms].pin = pin;
+	running_arms[n_running_arms].subid = GetCurrentSubTransactionId();
+	n_running_arms++;
+}
+
+/* ... and returns from it */
+void
+MvLeaveReadArm(void)
+{
+	if (n_running_arms > 0)
+		n_running_arms--;
+}
+
+/* The decision of the innermost node of viewid whose arm runs, or NULL */
+static FreshMemo *
+running_decision(Oid viewid)
+{
+	for (int i = n_running_arms - 1; i >= 0; i--)
+		if (running_arms[i].viewid == viewid)
+			return pinned_entry(running_arms[i].pin);
+	return NULL;
+}
+
+/*
+ * The user a running arm of viewid reads for (the decision's, whose
+ * rights the executor checked when the node's query started), or
+ * InvalidOid when none runs
+ */
+Oid
+MvRunningReadUser(Oid viewid)
+{
+	FreshMemo  *m = running_decision(viewid);
+
+	return m != NULL ? m->userid : InvalidOid;
 }
 
 /*
@@ -843,17 +945,22 @@ MvUnpinReadBranches(void)
 		m->pins = 0;
 		memo_forget_deltas(m);
 	}
+	n_running_arms = 0;
 }
 
 /*
  * A subtransaction rolled back: decisions made in it may rest on a
  * checkpoint, storage or append rows it wrote (a refresh, a compaction)
  * that are gone, under a snapshot that did not change.  Decisions of
- * running read nodes (pinned) were made before it and stay.
+ * running read nodes (pinned) were made before it and stay; the arms
+ * that ran in subtransaction subid (or below it) no longer run.
  */
 void
-MvForgetReadDecisions(void)
+MvForgetReadDecisions(SubTransactionId subid)
 {
+	/* the arms that ran in it failed with it */
+	while (n_running_arms > 0 && running_arms[n_running_arms - 1].subid >= subid)
+		n_running_arms--;
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
 		FreshMemo  *m = &fresh_memo[i];
@@ -944,41 +1051,55 @@ shown(FreshMemo *m, MvDeltaRows *rows, bool kept)
 }
 
 /*
- * The delta rows of the hybrid read of viewid under snap, computed once
- * and kept with the decision (both arms of the read's merge use them),
- * or computed and not kept when the decision is no longer memoized.
- * With a filter, those of the groups that pass it: the whole delta when
- * it is already there (it holds them), else kept apart with the filter's
- * conditions and values, the last few of them.
+ * The delta rows of entry m, computed once and kept with the decision
+ * (both arms of the read's merge use them).  With a filter, those of the
+ * groups that pass it: the whole delta when it is already there (it holds
+ * them), else kept apart with the filter's conditions and values, the
+ * last few of them.
+ */
+static MvDeltaRows *
+memo_delta(FreshMemo *m, MvDeltaFilter *filter)
+{
+	int			slot;
+
+	if (m->delta != NULL || filter == NULL)
+	{
+		if (m->delta == NULL)
+			m->delta = whole_delta(m);
+		return shown(m, m->delta, m->delta_kept);
+	}
+	for (int j = 0; j < FILTERED_DELTAS; j++)
+		if (m->filtered_ident[j] && strcmp(m->filtered_ident[j], filter->ident) == 0)
+			return shown(m, m->filtered[j], false);
+	slot = m->filtered_next;
+	m->filtered_next = (slot + 1) % FILTERED_DELTAS;
+	if (m->filtered_cxt[slot])
+		MemoryContextDelete(m->filtered_cxt[slot]);
+	m->filtered_cxt[slot] = NULL;
+	m->filtered_ident[slot] = NULL;
+	m->filtered[slot] = compute_delta_in(m, filter, &m->filtered_cxt[slot]);
+	m->filtered_ident[slot] = MemoryContextStrdup(m->filtered_cxt[slot], filter->ident);
+	return shown(m, m->filtered[slot], false);
+}
+
+/*
+ * The delta rows of the hybrid read of viewid under snap: those of the
+ * decision of the read node whose arm asks, else of the memoized decision
+ * for snap, or computed and not kept when the decision is no longer
+ * memoized.
  */
 MvDeltaRows *
 MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
 {
+	FreshMemo  *running = running_decision(viewid);
+
+	/* a read node's arm: its decision's delta */
+	if (running != NULL)
+		return memo_delta(running, filter);
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
-		FreshMemo  *m = &fresh_memo[i];
-		int			slot;
-
-		if (!memo_matches(m, viewid, snap))
-			continue;
-		if (m->delta != NULL || filter == NULL)
-		{
-			if (m->delta == NULL)
-				m->delta = whole_delta(m);
-			return shown(m, m->delta, m->delta_kept);
-		}
-		for (int j = 0; j < FILTERED_DELTAS; j++)
-			if (m->filtered_ident[j] && strcmp(m->filtered_ident[j], filter->ident) == 0)
-				return shown(m, m->filtered[j], false);
-		slot = m->filtered_next;
-		m->filtered_next = (slot + 1) % FILTERED_DELTAS;
-		if (m->filtered_cxt[slot])
-			MemoryContextDelete(m->filtered_cxt[slot]);
-		m->filtered_cxt[slot] = NULL;
-		m->filtered_ident[slot] = NULL;
-		m->filtered[slot] = compute_delta_in(m, filter, &m->filtered_cxt[slot]);
-		m->filtered_ident[slot] = MemoryContextStrdup(m->filtered_cxt[slot], filter->ident);
-		return shown(m, m->filtered[slot], false);
+		if (memo_matches(&fresh_memo[i], viewid, snap))
+			return memo_delta(&fresh_memo[i], filter);
 	}
 	/* not memoized (a direct call): whether the delta has updates, ask anew */
 	{
@@ -994,26 +1115,20 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
 }
 
 /*
- * The row counts of the delta last used by the hybrid read of viewid under
- * snap (EXPLAIN ANALYZE); false when none was computed.
+ * The row counts of the delta last used by the hybrid read that holds pin
+ * (EXPLAIN ANALYZE); false when none was computed.
  */
 bool
-MvMemoDeltaCounts(Oid viewid, Snapshot snap, int64 *delta_rows, int64 *replaced_rows,
-				  bool *kept)
+MvMemoDeltaCounts(MvReadPin pin, int64 *delta_rows, int64 *replaced_rows, bool *kept)
 {
-	for (int i = 0; i < fresh_memo_size; i++)
-	{
-		FreshMemo  *m = &fresh_memo[i];
+	FreshMemo  *m = pinned_entry(pin);
 
-		if (memo_matches(m, viewid, snap) && m->shown)
-		{
-			*delta_rows = m->shown_delta_rows;
-			*replaced_rows = m->shown_replaced_rows;
-			*kept = m->shown_kept;
-			return true;
-		}
-	}
-	return false;
+	if (m == NULL || !m->shown)
+		return false;
+	*delta_rows = m->shown_delta_rows;
+	*replaced_rows = m->shown_replaced_rows;
+	*kept = m->shown_kept;
+	return true;
 }
 
 /*

@@ -103,7 +103,7 @@ typedef struct ReadScanState
 	int64		replaced_rows;	/* ... and its rows that replace stored ones */
 	bool		rewritten;		/* read for a query over the source */
 	bool		pinned;			/* holds the decision in the memo */
-	Snapshot	snapshot;		/* ... made under this snapshot */
+	MvReadPin	pin;			/* ... this one */
 } ReadScanState;
 
 /* Oid of mvinc._read_branch(oid), or InvalidOid */
@@ -427,9 +427,8 @@ begin_read(CustomScanState *node, EState *estate, int eflags)
 	 */
 	PushActiveSnapshot(estate->es_snapshot);
 	branch = MvDecideReadBranch(rs->viewid);
-	MvPinReadBranch(rs->viewid, GetActiveSnapshot(), true);
+	rs->pin = MvPinReadBranch(rs->viewid, GetActiveSnapshot());
 	rs->pinned = true;
-	rs->snapshot = estate->es_snapshot;
 	PopActiveSnapshot();
 
 	which = arm_for(rs, branch);
@@ -452,7 +451,10 @@ exec_read(CustomScanState *node)
 	ProjectionInfo *proj = node->ss.ps.ps_ProjInfo;
 
 	CHECK_FOR_INTERRUPTS();
+	/* the arm's guards and delta take this node's decision, whoever runs it */
+	MvEnterReadArm(rs->viewid, rs->pin);
 	slot = ExecProcNode(rs->child);
+	MvLeaveReadArm();
 	if (TupIsNull(slot) || proj == NULL)
 		return slot;
 	ResetExprContext(node->ss.ps.ps_ExprContext);
@@ -467,7 +469,7 @@ end_read(CustomScanState *node)
 	ListCell   *lc;
 
 	if (rs->pinned)
-		MvPinReadBranch(rs->viewid, rs->snapshot, false);
+		MvUnpinReadBranch(rs->pin);
 	rs->pinned = false;
 
 	foreach(lc, node->custom_ps)
@@ -483,7 +485,11 @@ rescan_read(CustomScanState *node)
 	if (node->ss.ps.chgParam != NULL)
 		UpdateChangedParamSet(rs->child, node->ss.ps.chgParam);
 	if (rs->child->chgParam == NULL)
+	{
+		MvEnterReadArm(rs->viewid, rs->pin);
 		ExecReScan(rs->child);
+		MvLeaveReadArm();
+	}
 }
 
 static void
@@ -505,8 +511,7 @@ explain_read(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Path", arm_names[rs->taken], es);
 	/* the arm's delta functions computed (or found) it as they ran */
 	if (rs->taken == MV_READ_HYBRID && rs->pinned &&
-		!MvMemoDeltaCounts(rs->viewid, rs->snapshot, &rs->delta_rows, &rs->replaced_rows,
-						   &kept))
+		!MvMemoDeltaCounts(rs->pin, &rs->delta_rows, &rs->replaced_rows, &kept))
 		rs->delta_rows = -1;
 	if (rs->delta_rows >= 0)
 		ExplainPropertyInteger("Delta State Rows", NULL, rs->delta_rows, es);
