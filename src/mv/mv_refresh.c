@@ -110,7 +110,10 @@ MvXactModified(Oid relid)
  * Sources that this transaction modified before refreshing a view from
  * them.  Such a refresh reads the source including the transaction's own
  * changes and marks the transaction as seen in the checkpoint, so the
- * source must not change again before commit (checked at pre-commit).
+ * source must not change again before commit (checked at pre-commit)
+ * unless the view was marked stale for it.  That mark is a catalog write
+ * of the (sub)transaction that made it: rolled back with it, the record
+ * asks for a mark again.
  */
 typedef struct OwnChanges
 {
@@ -118,6 +121,8 @@ typedef struct OwnChanges
 	Oid			viewid;
 	int64		changes;
 	SubTransactionId subid;		/* the (sub)transaction that refreshed */
+	SubTransactionId stale_subid;	/* the one that marked the view stale
+									 * since, or InvalidSubTransactionId */
 } OwnChanges;
 
 static List *own_changes = NIL;
@@ -133,6 +138,7 @@ remember_own_changes(Oid sourceid, Oid viewid)
 	oc->viewid = viewid;
 	oc->changes = xact_changes(sourceid);
 	oc->subid = GetCurrentSubTransactionId();
+	oc->stale_subid = InvalidSubTransactionId;
 	own_changes = lappend(own_changes, oc);
 	MemoryContextSwitchTo(old);
 }
@@ -160,19 +166,30 @@ MvNoteSourceWrite(Oid relid)
 	{
 		OwnChanges *oc = lfirst(lc);
 
-		if (oc->sourceid == relid || list_member_oid(family, oc->sourceid))
+		if (oc->stale_subid == InvalidSubTransactionId &&
+			(oc->sourceid == relid || list_member_oid(family, oc->sourceid)))
 		{
 			MvCatalogMarkStale(oc->viewid);
-			own_changes = foreach_delete_current(own_changes, lc);
+			oc->stale_subid = GetCurrentSubTransactionId();
 		}
 	}
 }
 
-/* Did this transaction refresh a view with its own source changes? */
+/*
+ * Did this transaction refresh a view with its own source changes, and not
+ * mark it stale since?
+ */
 bool
 MvHasOwnChanges(void)
 {
-	return own_changes != NIL;
+	ListCell   *lc;
+
+	foreach(lc, own_changes)
+	{
+		if (((OwnChanges *) lfirst(lc))->stale_subid == InvalidSubTransactionId)
+			return true;
+	}
+	return false;
 }
 
 /* Pre-commit: refuse to commit when such a source changed unnoticed */
@@ -188,7 +205,8 @@ own_changes_callback(XactEvent event, void *arg)
 		{
 			OwnChanges *oc = lfirst(lc);
 
-			if (xact_changes(oc->sourceid) != oc->changes)
+			if (oc->stale_subid == InvalidSubTransactionId &&
+				xact_changes(oc->sourceid) != oc->changes)
 			{
 				own_changes = NIL;
 				ereport(ERROR,
@@ -208,8 +226,9 @@ own_changes_callback(XactEvent event, void *arg)
 
 /*
  * A rolled-back savepoint takes its refreshes along (the storage and the
- * checkpoint they wrote are gone with it), so their records go too; a
- * released one hands them to its parent.
+ * checkpoint they wrote are gone with it), so their records go too, and
+ * the stale marks it wrote (their records ask for a mark again); a
+ * released one hands both to its parent.
  */
 static void
 own_changes_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -223,6 +242,8 @@ own_changes_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		OwnChanges *oc = lfirst(lc);
 
+		if (oc->stale_subid == mySubid)
+			oc->stale_subid = event == SUBXACT_EVENT_ABORT_SUB ? InvalidSubTransactionId : parentSubid;
 		if (oc->subid != mySubid)
 			continue;
 		if (event == SUBXACT_EVENT_ABORT_SUB)

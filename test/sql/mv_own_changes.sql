@@ -56,6 +56,44 @@ SELECT mvinc.read_path('oc_v');
 SELECT mode FROM mvinc.refresh('oc_v');
 SELECT oc_differences();
 
+-- the write that marked the view stale was rolled back with its savepoint
+-- (and the mark with it): a later write marks it again.  (The first write
+-- was taken for noted for good: the later one was neither marked nor
+-- refused, and the view kept missing it, fresh.)
+BEGIN;
+INSERT INTO oc_p1 VALUES (241, 2, 5);
+REFRESH MATERIALIZED VIEW oc_v;
+SAVEPOINT oc_s;
+INSERT INTO oc_p1 VALUES (242, 1, 1000);
+ROLLBACK TO oc_s;
+INSERT INTO oc_p1 VALUES (243, 1, 2000);
+SELECT oc_differences();
+COMMIT;
+SELECT mvinc.read_path('oc_v');
+SELECT oc_differences();
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT mode FROM mvinc.refresh('oc_v');
+SELECT oc_differences();
+SELECT problem, detail FROM mvinc.verify_view('oc_v');
+-- marks rolled back twice, the later write routed through the parent
+BEGIN;
+INSERT INTO oc_p1 VALUES (251, 2, 5);
+REFRESH MATERIALIZED VIEW oc_v;
+SAVEPOINT oc_s;
+INSERT INTO oc_p1 VALUES (252, 1, 1000);
+ROLLBACK TO oc_s;
+RELEASE oc_s;
+SAVEPOINT oc_t;
+INSERT INTO oc_par VALUES (253, 1, 3000);
+ROLLBACK TO oc_t;
+INSERT INTO oc_par VALUES (254, 1, 4000);
+COMMIT;
+SELECT mvinc.read_path('oc_v');
+SELECT oc_differences();
+SELECT mvinc.wait_for_capture() IS NOT NULL AS captured;
+SELECT mode FROM mvinc.refresh('oc_v');
+SELECT oc_differences();
+
 -- a refresh after the last change prepares and commits
 BEGIN;
 INSERT INTO oc_p1 VALUES (231, 2, 5);
