@@ -111,6 +111,21 @@
 #define CHUNK_ALL_NULL		0x02
 #define CHUNK_HAS_MINMAX	0x04
 #define CHUNK_HAS_DICT		0x08	/* block table entry nblocks: dictionary */
+#define CHUNK_MINMAX_ORDER	0x10	/* min/max followed by the ColfileMinMaxOrder
+									 * they were taken in */
+
+/*
+ * The type and collation a chunk's min and max were ordered by, stored
+ * after them.  ALTER COLUMN ... TYPE keeps the groups when the new type is
+ * binary-coercible (text to citext, int4 to oid) or only the collation
+ * changes, and those order the same bytes otherwise: min/max are of use
+ * only under the order they were taken in.
+ */
+typedef struct ColfileMinMaxOrder
+{
+	Oid			typid;
+	Oid			collation;
+} ColfileMinMaxOrder;
 
 /* One column chunk in a row group directory (stored in the metadata row) */
 typedef struct ColfileChunkDesc

@@ -99,7 +99,11 @@ ColfileDirChunk(bytea *dir, int attnum, int *natts)
 	return &d[attnum - 1];
 }
 
-/* Read a chunk's min and max from the directory */
+/*
+ * Read a chunk's min and max from the directory, when they were taken in
+ * the order of att's present type and collation (groups written before
+ * that order was recorded have none to offer)
+ */
 bool
 ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 				 Datum *min, Datum *max)
@@ -107,10 +111,15 @@ ColfileDirMinMax(bytea *dir, int attnum, Form_pg_attribute att,
 	int			natts;
 	ColfileChunkDesc *c = ColfileDirChunk(dir, attnum, &natts);
 	char	   *area;
+	ColfileMinMaxOrder order;
 
-	if (c == NULL || !(c->flags & CHUNK_HAS_MINMAX))
+	if (c == NULL || !(c->flags & CHUNK_HAS_MINMAX) || !(c->flags & CHUNK_MINMAX_ORDER))
 		return false;
 	area = (char *) ((ColfileChunkDesc *) ((ColfileDirHeader *) VARDATA(dir) + 1) + natts);
+	/* (the column's type or collation changed since: another order) */
+	memcpy(&order, area + c->minmax_off + c->min_len + c->max_len, sizeof(order));
+	if (order.typid != att->atttypid || order.collation != att->attcollation)
+		return false;
 	if (att->attbyval)
 	{
 		memcpy(min, area + c->minmax_off, sizeof(Datum));
@@ -311,7 +320,9 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 
 			if (l1 <= MINMAX_MAX_BYTES && l2 <= MINMAX_MAX_BYTES)
 			{
-				c->flags |= CHUNK_HAS_MINMAX;
+				ColfileMinMaxOrder order = {att->atttypid, att->attcollation};
+
+				c->flags |= CHUNK_HAS_MINMAX | CHUNK_MINMAX_ORDER;
 				c->minmax_off = minmax.len;
 				c->min_len = l1;
 				c->max_len = l2;
@@ -330,6 +341,7 @@ ColfileEncodeGroup(Relation rel, TupleDesc desc, int nrows,
 					appendBinaryStringInfo(&minmax, tmp, l2);
 					pfree(tmp);
 				}
+				appendBinaryStringInfo(&minmax, (char *) &order, sizeof(order));
 			}
 		}
 
