@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
@@ -47,6 +48,9 @@ PG_FUNCTION_INFO_V1(mvinc_history_pending);
 
 /* How long a read waits for capture to reach its source's last commit */
 #define HIST_READ_WAIT_MS 10000
+
+/* the pending changes' rows, as the events query reads them */
+#define PENDING_ENR "_mvinc_pending"
 
 /*
  * The read query of a history view, or NULL without storage; *reads_changes
@@ -234,10 +238,9 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	char	   *query_snap;
 	bool		may_select;
 	int			ncols;
-	Datum	   *args;
-	Oid		   *argtypes;
-	StringInfoData unnest;
-	StringInfoData names;
+	TupleDesc	desc;
+	Tuplestorestate *store;
+	EphemeralNamedRelation enr;
 	StringInfoData casts;
 	uint64		nrows;
 	uint64		r;
@@ -303,9 +306,10 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 						   get_rel_name(cat->sourceid)),
 				 errhint("Read it on the primary.")));
 	/*
-	 * Values pass through text below: print floats exactly, and times in a
-	 * style that reads back as the same instant (DateStyle 'SQL' prints
-	 * zone abbreviations, which can name another zone: CST, IST).
+	 * Values of types without an equality operator are compared by their
+	 * text (hist_apply.c, values_equal_sql): print floats exactly, and
+	 * times in one style (DateStyle 'SQL' prints zone abbreviations, which
+	 * can name another zone: CST, IST).
 	 */
 	(void) set_config_option("extra_float_digits", "1", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
@@ -401,41 +405,54 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 
-	/* hand them to the events query as text arrays, one per column */
-	ncols = SPI_tuptable->tupdesc->natts;
-	args = palloc(sizeof(Datum) * ncols);
-	argtypes = palloc(sizeof(Oid) * ncols);
-	initStringInfo(&unnest);
-	initStringInfo(&names);
+	/*
+	 * Hand them to the events query as they are, in an ephemeral relation.
+	 * (Through text, a value whose text does not keep its binary image
+	 * came back as another one, and the events query, which tells changes
+	 * by image for such types, saw a change where the source had none: a
+	 * numeric[] with a null bitmap but no NULL, a composite written before
+	 * ALTER TYPE ... ADD ATTRIBUTE.)
+	 */
+	desc = SPI_tuptable->tupdesc;
+	ncols = desc->natts;
+	store = tuplestore_begin_heap(false, false, work_mem);
+	for (r = 0; r < nrows; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		bool		isnull;
+		bool		trunc = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));	/* _mvinc_trunc */
+
+		if (!isnull && trunc)
+			truncates = true;
+		for (c = 5; !isnull && !trunc && c < 5 + list_length(def->columns); c++)
+		{
+			bool		keynull;
+
+			(void) SPI_getbinval(tup, desc, c + 1, &keynull);
+			if (keynull && ((HistColumn *) list_nth(def->columns, c - 5))->is_key)
+				HistKeyMissing(def);
+		}
+		/* (read in another snapshot: no pointer into the change log's TOAST) */
+		if (HeapTupleHasExternal(tup))
+			tup = toast_flatten_tuple(tup, desc);
+		tuplestore_puttuple(store, tup);
+	}
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = PENDING_ENR;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = CreateTupleDescCopy(desc);
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = nrows;
+	enr->reldata = store;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "could not register the pending changes of history view %u", viewid);
 	initStringInfo(&casts);
 	for (c = 0; c < ncols; c++)
 	{
-		Datum	   *elems = palloc(sizeof(Datum) * nrows);
-		bool	   *nulls = palloc(sizeof(bool) * nrows);
-		int			dims[1] = {(int) nrows};
-		int			lbs[1] = {1};
+		const char *name = quote_identifier(SPI_fname(desc, c + 1));
 
-		for (r = 0; r < nrows; r++)
-		{
-			char	   *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
-
-			nulls[r] = (v == NULL);
-			if (c == 3 && v && strcmp(v, "t") == 0)
-				truncates = true;	/* _mvinc_trunc */
-			if (c >= 5 && c < 5 + list_length(def->columns) && v == NULL &&
-				((HistColumn *) list_nth(def->columns, c - 5))->is_key &&
-				strcmp(SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 4), "f") == 0)
-				HistKeyMissing(def);
-			elems[r] = v ? CStringGetTextDatum(v) : (Datum) 0;
-		}
-		args[c] = PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID,
-													 -1, false, TYPALIGN_INT));
-		argtypes[c] = TEXTARRAYOID;
-		appendStringInfo(&unnest, "%s$%d", c ? ", " : "", c + 1);
-		appendStringInfo(&names, "%sc%d", c ? ", " : "", c);
-		appendStringInfo(&casts, "%su.c%d::%s AS %s", c ? ", " : "", c,
-						 delta_column_type(def, c),
-						 quote_identifier(SPI_fname(SPI_tuptable->tupdesc, c + 1)));
+		appendStringInfo(&casts, "%su.%s::%s AS %s", c ? ", " : "", name,
+						 delta_column_type(def, c), name);
 	}
 
 	/* the current versions they end, and the versions they open */
@@ -443,9 +460,9 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 		char	   *storage = HistStorageSql(cat);
 		char	   *all = HistColumnListSql(def, true, true, NULL);
 		char	   *events = HistEventsSql(def, storage, "ev",
-										   psprintf("d AS (SELECT %s FROM unnest(%s) AS u(%s)), "
+										   psprintf("d AS (SELECT %s FROM " PENDING_ENR " u), "
 													"ev AS (%s), ",
-													casts.data, unnest.data, names.data,
+													casts.data,
 													HistStatesSql(def, storage, "d", truncates)));
 
 		sql = psprintf("WITH e AS MATERIALIZED (%s) "
@@ -455,9 +472,9 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 					   "FROM e WHERE _mvinc_lsn > '0/0' AND _mvinc_present",
 					   events, all, all);
 	}
-	plan = SPI_prepare(sql, ncols, argtypes);
+	plan = SPI_prepare(sql, 0, NULL);
 	if (plan == NULL ||
-		SPI_execute_snapshot(plan, args, NULL, snap, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
+		SPI_execute_snapshot(plan, NULL, NULL, snap, InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not apply the pending changes of history view %u", viewid);
 	for (r = 0; r < SPI_processed; r++)
 		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[r]);
