@@ -16,6 +16,7 @@
 #include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
 #include "utils/snapshot.h"
+#include "access/htup.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "nodes/pg_list.h"
@@ -486,6 +487,17 @@ extern void MvDeltaFilterCheck(MvDef *def, MvDeltaFilter *f, const char *viewnam
 extern char *MvDeltaFilterSql(MvDef *def, MvDeltaFilter *f, const char *alias, int firstparam);
 extern char *MvStoredContentSql(Oid viewid, MvCatalog *cat);
 extern char *MvViewQuerySql(Oid viewid);
+
+/* mv_funcdeps.c */
+typedef struct MvFunctionRows
+{
+	Oid			funcid;
+	HeapTuple	proc;			/* its pg_proc row */
+	HeapTuple	agg;			/* its pg_aggregate row, for an aggregate */
+} MvFunctionRows;
+
+extern MvFunctionRows *MvFunctionBeingReplaced(Node *parsetree);
+extern void MvFunctionReplaced(MvFunctionRows *before);
 
 /* mv_utility.c */
 extern void MvUtilityInit(void);

@@ -1187,6 +1187,19 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 			HistCheckSourceKeys(lfirst_oid(lc));
 		return;
 	}
+	else if ((IsA(parsetree, CreateFunctionStmt) || IsA(parsetree, DefineStmt)) &&
+			 MvincExtensionReady())
+	{
+		MvFunctionRows *before = MvFunctionBeingReplaced(parsetree);
+
+		call_next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		if (before)
+		{
+			CommandCounterIncrement();
+			MvFunctionReplaced(before);
+		}
+		return;
+	}
 	else if (IsA(parsetree, AlterDomainStmt) && MvincExtensionReady())
 	{
 		run_adding_no_checks(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
