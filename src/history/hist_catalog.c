@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
@@ -72,7 +73,8 @@ attach_storage(Oid viewid, Oid storage)
 }
 
 /*
- * The catalog row of a history view (latest snapshot), or NULL.  A row
+ * The catalog row of a history view (latest snapshot; in a parallel
+ * operation, which cannot take one, the active snapshot), or NULL.  A row
  * whose storage oid is stale (a restore) finds the table of its storage
  * name, and with adopt_storage adopts it (the caller holds the view's
  * ExclusiveLock).
@@ -97,8 +99,9 @@ HistCatalogLookup(Oid viewid, bool adopt_storage)
 					   "checkpoint_snapshot::text, checkpoint_lsn "
 					   "FROM mvinc.history_view WHERE view = $1::regclass", 1, types);
 	if (plan == NULL ||
-		SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 0) != SPI_OK_SELECT)
+		SPI_execute_snapshot(plan, values, NULL,
+							 IsInParallelMode() ? GetActiveSnapshot() : GetLatestSnapshot(),
+							 InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read mvinc.history_view");
 	if (SPI_processed > 0)
 	{

@@ -305,6 +305,19 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 				 errdetail("Its pending changes are captured on the primary; the standby cannot tell whether all changes of \"%s\" its snapshot sees are in the change log.",
 						   get_rel_name(cat->sourceid)),
 				 errhint("Read it on the primary.")));
+
+	/*
+	 * Inside a parallel query (a PARALLEL SAFE or RESTRICTED function that
+	 * reads the view, in a worker or in the leader) no newer snapshot can
+	 * be taken, and the change-log rows of commits the query sees may have
+	 * been captured after its snapshot: no exact answer.
+	 */
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read history view \"%s\" in a parallel query", get_rel_name(viewid)),
+				 errdetail("Its pending changes are read in a newer snapshot than the query's, which a parallel operation cannot take."),
+				 errhint("Mark the function that reads the view PARALLEL UNSAFE.")));
 	/*
 	 * Values of types without an equality operator are compared by their
 	 * text (hist_apply.c, values_equal_sql): print floats exactly, and

@@ -195,3 +195,28 @@ DROP ROLE mvinc_he_all, mvinc_he_some;
 DROP MATERIALIZED VIEW he_div_h, he_ts_h, he_ci_h, he_load, he_pk_h, he_par_only, he_ren_h;
 DROP TABLE he_div, he_ts, he_ci_src, he_shape, he_wide, he_e1, he_pk, he_chi, he_chi2, he_par, he_ren;
 DROP COLLATION he_ci;
+
+-- a history view read inside a parallel query (a PARALLEL SAFE function
+-- run by a worker): a snapshot-fed view reads its storage; a stream-fed
+-- one cannot read its pending changes there (no newer snapshot can be
+-- taken) and says so
+CREATE TABLE he_par (id int PRIMARY KEY, v int);
+INSERT INTO he_par SELECT g, g FROM generate_series(1, 200) g;
+CREATE MATERIALIZED VIEW he_par_h WITH (mvinc.history = true, mvinc.key = 'id') AS SELECT id, v FROM he_par;
+CREATE TABLE he_par_shape (id int PRIMARY KEY, v int);
+CREATE MATERIALIZED VIEW he_par_s WITH (mvinc.history = true, mvinc.key = 'id')
+  AS SELECT id, v FROM he_par_shape WITH NO DATA;
+SELECT new FROM mvinc.history_load('he_par_s', 'he_par', '2024-01-01');
+CREATE FUNCTION he_par_stream(k int) RETURNS int STABLE PARALLEL SAFE LANGUAGE sql
+  AS 'SELECT v FROM he_par_h WHERE id = k AND valid_to = ''infinity''';
+CREATE FUNCTION he_par_loaded(k int) RETURNS int STABLE PARALLEL SAFE LANGUAGE sql
+  AS 'SELECT v FROM he_par_s WHERE id = k AND valid_to = ''infinity''';
+SET force_parallel_mode = on;
+SELECT count(*) FILTER (WHERE he_par_loaded(id) IS DISTINCT FROM v) AS differing FROM he_par;
+\set VERBOSITY terse
+SELECT count(*) FILTER (WHERE he_par_stream(id) IS DISTINCT FROM v) AS differing FROM he_par;
+\set VERBOSITY default
+RESET force_parallel_mode;
+SELECT count(*) FILTER (WHERE he_par_stream(id) IS DISTINCT FROM v) AS differing FROM he_par;
+DROP FUNCTION he_par_stream, he_par_loaded;
+DROP TABLE he_par, he_par_shape CASCADE;
