@@ -596,6 +596,8 @@ typedef struct ColfileColumnFile
 	AttrNumber *attnums;		/* [nattrs], ascending */
 	ColfileRowGroup rg;			/* bytes and directory, as a row group */
 	TransactionId xmin;
+	CommandId	cmin;			/* the command that wrote it, when xmin is
+								 * this transaction's (else invalid) */
 } ColfileColumnFile;
 
 /* A relation's column files visible to one snapshot, by group */
@@ -625,7 +627,7 @@ extern int	ColfileFileSetCount(ColfileFileSet *set);
 extern ColfileColumnFile *ColfileFileSetGet(ColfileFileSet *set, int i);
 extern bool ColfileFileSetTouches(ColfileFileSet *set, const ColfileRowGroup *rg,
 								  AttrNumber attnum);
-extern bool ColfileGroupFilesNewerThan(ColfileGroupCache *gc, Snapshot snapshot);
+extern bool ColfileGroupFilesUnseenBy(ColfileGroupCache *gc, Snapshot snapshot);
 extern void ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc,
 								 Snapshot snapshot);
 extern void ColfileOverlayRow(Relation rel, ColfileGroupCache *gc, int pos,

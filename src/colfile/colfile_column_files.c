@@ -334,6 +334,8 @@ ColfileFileFromTuple(Relation meta, HeapTuple tup)
 			pfree(pos);
 
 		f->xmin = key.xmin;
+		f->cmin = TransactionIdIsCurrentTransactionId(key.xmin) ?
+			HeapTupleHeaderGetCmin(tup->t_data) : InvalidCommandId;
 	}
 	PG_CATCH();
 	{
@@ -576,18 +578,20 @@ ColfileGroupFilesFor(Relation rel, ColfileGroupCache *gc, Snapshot snapshot)
 }
 
 /*
- * Does gc overlay a file of another transaction that the MVCC snapshot
- * does not see (committed after it was taken)?
+ * Does gc overlay a file the MVCC snapshot does not see: another
+ * transaction's committed after the snapshot was taken, or one of ours
+ * written by the snapshot's command or a later one?
  */
 bool
-ColfileGroupFilesNewerThan(ColfileGroupCache *gc, Snapshot snapshot)
+ColfileGroupFilesUnseenBy(ColfileGroupCache *gc, Snapshot snapshot)
 {
 	for (int i = 0; i < gc->nvisible; i++)
 	{
-		TransactionId xmin = gc->visible[i]->f->xmin;
+		ColfileColumnFile *f = gc->visible[i]->f;
 
-		if (!TransactionIdIsCurrentTransactionId(xmin) &&
-			XidInMVCCSnapshot(xmin, snapshot))
+		if (TransactionIdIsCurrentTransactionId(f->xmin) ?
+			(f->cmin != InvalidCommandId && f->cmin >= snapshot->curcid) :
+			XidInMVCCSnapshot(f->xmin, snapshot))
 			return true;
 	}
 	return false;

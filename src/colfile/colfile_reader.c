@@ -618,17 +618,34 @@ drop_fetch_cache(void)
 	fetch_cache_relfilenode = InvalidOid;
 }
 
-/* Has this transaction locked, updated or deleted the row at tid? */
+/*
+ * Does this transaction hold the newest version of the row at tid, so that
+ * a fetch by TID gives it, as heap's update chain leads there? It does when
+ * it locked, updated or deleted the row, but for an update in place by the
+ * running command or one it called (cmin not below that of the statement's
+ * snapshot, files_as): heap puts that new version at a TID of its own, and
+ * the caller's TID names the version the snapshot sees (a MERGE source row
+ * matching a row the same MERGE had updated judged its WHEN conditions on
+ * the new values, and could skip the cardinality error).
+ */
 static bool
-row_touched_by_us(Relation rel, ItemPointer tid)
+row_held_by_us(Relation rel, ItemPointer tid, Snapshot files_as)
 {
 	List	   *states = ColfileRowStatesFor(rel->rd_node.relNode, tid);
 	ListCell   *lc;
+	bool		held = false;
 
 	foreach(lc, states)
-		if (TransactionIdIsCurrentTransactionId(((ColfileRowState *) lfirst(lc))->xmin))
-			return true;
-	return false;
+	{
+		ColfileRowState *st = lfirst(lc);
+
+		if (!TransactionIdIsCurrentTransactionId(st->xmin))
+			continue;
+		if (st->kind == ROWSTATE_COLUMNS && st->cmin >= files_as->curcid)
+			return false;
+		held = true;
+	}
+	return held;
 }
 
 static bool fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot,
@@ -649,9 +666,10 @@ ColfileFetchRow(Relation rel, ItemPointer tid, Snapshot snapshot,
  * this transaction has not locked, updated or deleted is given as the
  * statement's snapshot (the active one) sees it: EvalPlanQual re-reads the
  * other tables of a join this way, and must not see their rows as updated
- * since (it would re-check against values the scan never read). A row we
- * hold (EvalPlanQual's lock, a trigger's, our deletion) is the newest
- * version, as heap's chain leads there.
+ * since (it would re-check against values the scan never read), and a MERGE
+ * judges a second match of a row it updated on what its scan read. A row
+ * we hold (EvalPlanQual's lock, a trigger's, our deletion: row_held_by_us)
+ * is the newest version, as heap's chain leads there.
  */
 bool
 ColfileFetchRowVersion(Relation rel, ItemPointer tid, Snapshot snapshot,
@@ -722,8 +740,8 @@ fetch_row(Relation rel, ItemPointer tid, Snapshot snapshot, Snapshot files_as,
 			drop_fetch_cache();
 			continue;
 		}
-		if (files_as != NULL && ColfileGroupFilesNewerThan(fetch_cache, files_as) &&
-			!row_touched_by_us(rel, tid))
+		if (files_as != NULL && ColfileGroupFilesUnseenBy(fetch_cache, files_as) &&
+			!row_held_by_us(rel, tid, files_as))
 		{
 			/*
 			 * Read the row as files_as sees it, its group too: files bind to
