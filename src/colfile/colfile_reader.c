@@ -621,12 +621,15 @@ drop_fetch_cache(void)
 /*
  * Does this transaction hold the newest version of the row at tid, so that
  * a fetch by TID gives it, as heap's update chain leads there? It does when
- * it locked, updated or deleted the row, but for an update in place by the
- * running command or one it called (cmin not below that of the statement's
- * snapshot, files_as): heap puts that new version at a TID of its own, and
- * the caller's TID names the version the snapshot sees (a MERGE source row
- * matching a row the same MERGE had updated judged its WHEN conditions on
- * the new values, and could skip the cardinality error).
+ * it locked, updated or deleted the row, but for two cases where the
+ * caller's TID names the version the statement's snapshot (files_as) sees,
+ * as in heap: an update in place by the running command or one it called
+ * (cmin not below the snapshot's), whose new version heap puts at a TID of
+ * its own (a MERGE source row matching a row the same MERGE had updated
+ * judged its WHEN conditions on the new values, and could skip the
+ * cardinality error); and a row we only hold FOR KEY SHARE, which others
+ * may update in place since (EvalPlanQual re-read a join partner with
+ * such an update, committed after the snapshot).
  */
 static bool
 row_held_by_us(Relation rel, ItemPointer tid, Snapshot files_as)
@@ -643,7 +646,8 @@ row_held_by_us(Relation rel, ItemPointer tid, Snapshot files_as)
 			continue;
 		if (st->kind == ROWSTATE_COLUMNS && st->cmin >= files_as->curcid)
 			return false;
-		held = true;
+		if (st->kind != ROWSTATE_LOCK_KEYSHARE)
+			held = true;
 	}
 	return held;
 }
