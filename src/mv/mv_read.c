@@ -513,6 +513,7 @@ typedef struct RunningArm
 	Oid			viewid;
 	MvReadPin	pin;
 	SubTransactionId subid;		/* where it began running */
+	Oid			runner;			/* the user running it (fetching) */
 } RunningArm;
 
 static RunningArm *running_arms = NULL;
@@ -897,6 +898,7 @@ MvEnterReadArm(Oid viewid, MvReadPin pin)
 	running_arms[n_running_arms].viewid = viewid;
 	running_arms[n_running_arms].pin = pin;
 	running_arms[n_running_arms].subid = GetCurrentSubTransactionId();
+	running_arms[n_running_arms].runner = GetUserId();
 	n_running_arms++;
 }
 
@@ -908,13 +910,28 @@ MvLeaveReadArm(void)
 		n_running_arms--;
 }
 
-/* The decision of the innermost node of viewid whose arm runs, or NULL */
+/*
+ * The decision of the innermost node of viewid whose arm runs, or NULL.
+ * Only the arm's own guards and delta functions take it: they run as the
+ * user who runs the arm, under the snapshot it was decided in.  Other
+ * code called while the arm runs (a SECURITY DEFINER function of another
+ * user, a statement of a function with a snapshot of its own) asks for
+ * itself.
+ */
 static FreshMemo *
 running_decision(Oid viewid)
 {
 	for (int i = n_running_arms - 1; i >= 0; i--)
 		if (running_arms[i].viewid == viewid)
-			return pinned_entry(running_arms[i].pin);
+		{
+			FreshMemo  *m = pinned_entry(running_arms[i].pin);
+			Snapshot	snap = GetActiveSnapshot();
+
+			if (m == NULL || running_arms[i].runner != GetUserId() || snap == NULL ||
+				m->lxid != MyProc->lxid || !MvincSnapshotKeyMatches(&m->snapshot, snap))
+				return NULL;
+			return m;
+		}
 	return NULL;
 }
 

@@ -79,6 +79,36 @@ FETCH ALL FROM c_def;
 COMMIT;
 RESET ROLE;
 
+-- code of another user called while an arm runs (a SECURITY DEFINER
+-- function of a role that may not read the view) asks for itself: the
+-- running arm's decision and its reader's rights are not its own
+CREATE ROLE cr_other;
+CREATE TABLE cr_loot (g int, n bigint);
+ALTER TABLE cr_loot OWNER TO cr_other;
+CREATE FUNCTION cr_peek(x int) RETURNS bool LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+  -- (0, n): read the delta's state rows; (-1, -1): refused
+  BEGIN
+    INSERT INTO cr_loot SELECT 0, count(*) FROM mvinc._delta_replaced('cr_agg'::regclass)
+      AS d(k1 int, s1 bytea, s2 bytea, c bigint);
+  EXCEPTION WHEN insufficient_privilege THEN
+    INSERT INTO cr_loot VALUES (-1, -1);
+  END;
+  -- (1, 1): learnt the path; (-2, -2): refused
+  BEGIN
+    INSERT INTO cr_loot SELECT 1, 1 WHERE mvinc._read_branch('cr_agg'::regclass) IS NOT NULL;
+  EXCEPTION WHEN insufficient_privilege THEN
+    INSERT INTO cr_loot VALUES (-2, -2);
+  END;
+  RETURN true;
+END $$;
+ALTER FUNCTION cr_peek(int) OWNER TO cr_other;
+SELECT count(*) FROM cr_agg WHERE cr_peek(g);
+SELECT g, n, count(*) FROM cr_loot GROUP BY g, n ORDER BY g;
+DROP FUNCTION cr_peek(int);
+DROP TABLE cr_loot;
+DROP ROLE cr_other;
+
 -- the same after a refresh (fresh for everyone)
 REFRESH MATERIALIZED VIEW cr_proj;
 REFRESH MATERIALIZED VIEW cr_agg;
