@@ -496,6 +496,7 @@ typedef struct MvFunctionRows
 	HeapTuple	agg;			/* its pg_aggregate row, for an aggregate */
 } MvFunctionRows;
 
+extern bool MvFollowFunctionReplace(void);
 extern MvFunctionRows *MvFunctionBeingReplaced(Node *parsetree);
 extern void MvFunctionReplaced(MvFunctionRows *before);
 

@@ -21,6 +21,7 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
@@ -42,6 +43,30 @@
 	"JOIN pg_catalog.pg_depend d ON d.refclassid = o.classid AND d.refobjid = o.objid " \
 	" AND d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass " \
 	"JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid"
+
+/*
+ * Is mvinc there to follow a replacement?  Also while another extension's
+ * script runs, where MvincExtensionReady() says no: ALTER EXTENSION ..
+ * UPDATE replaces the extension's functions with CREATE OR REPLACE, and
+ * views calling them must follow as after the statement typed by hand.
+ * Not in mvinc's own scripts (its catalog may be half made).
+ */
+bool
+MvFollowFunctionReplace(void)
+{
+	Oid			schema;
+	Oid			ext;
+
+	if (!creating_extension)
+		return MvincExtensionReady();
+	schema = MvincSchemaOid();
+	if (!OidIsValid(schema) ||
+		!OidIsValid(get_relname_relid("mv_view", schema)) ||
+		!OidIsValid(get_relname_relid("history_view", schema)))
+		return false;
+	ext = get_extension_oid("mvinc", true);
+	return OidIsValid(ext) && ext != CurrentExtensionObject;
+}
 
 /* The input argument types of a parameter list (FunctionParameter) */
 static List *

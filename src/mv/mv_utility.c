@@ -1188,7 +1188,7 @@ mv_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		return;
 	}
 	else if ((IsA(parsetree, CreateFunctionStmt) || IsA(parsetree, DefineStmt)) &&
-			 MvincExtensionReady())
+			 MvFollowFunctionReplace())
 	{
 		MvFunctionRows *before = MvFunctionBeingReplaced(parsetree);
 
