@@ -59,6 +59,10 @@ SELECT * FROM fr_state();
 -- the same definition again (a deployment script run twice): nothing to do
 CREATE OR REPLACE FUNCTION fr_bucket(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 % 5';
 SELECT * FROM fr_state();
+-- nor with only what guides the planner changed (cost, parallel safety)
+CREATE OR REPLACE FUNCTION fr_bucket(int) RETURNS int IMMUTABLE PARALLEL SAFE COST 5 LANGUAGE sql
+  AS 'SELECT $1 % 5';
+SELECT * FROM fr_state();
 
 -- a history view refuses a change: nothing is replaced
 CREATE MATERIALIZED VIEW fr_hist WITH (mvinc.history = true, mvinc.key = 'id') AS
