@@ -494,7 +494,7 @@ typedef struct FreshMemo
  * get the node's answer.
  */
 #define FRESH_MEMO_SIZE 16
-static FreshMemo *fresh_memo = NULL;
+static FreshMemo **fresh_memo = NULL;
 static int	fresh_memo_size = 0;
 static int	fresh_memo_next = 0;
 static uint64 last_decision = 0;
@@ -522,7 +522,12 @@ static int	max_running_arms = 0;
 
 static FreshMemo *running_decision(Oid viewid);
 
-/* The entry to fill with a new decision: the next unpinned one */
+/*
+ * The entry to fill with a new decision: the next unpinned one.  Entries
+ * are allocated one by one and never move: a caller may hold one while
+ * the delta it computes makes other decisions (a nested read) that grow
+ * the memo.
+ */
 static FreshMemo *
 memo_reuse(void)
 {
@@ -530,25 +535,28 @@ memo_reuse(void)
 
 	if (fresh_memo == NULL)
 	{
-		fresh_memo = MemoryContextAllocZero(TopMemoryContext,
-											FRESH_MEMO_SIZE * sizeof(FreshMemo));
+		fresh_memo = MemoryContextAlloc(TopMemoryContext, FRESH_MEMO_SIZE * sizeof(FreshMemo *));
+		for (int i = 0; i < FRESH_MEMO_SIZE; i++)
+			fresh_memo[i] = MemoryContextAllocZero(TopMemoryContext, sizeof(FreshMemo));
 		fresh_memo_size = FRESH_MEMO_SIZE;
+		old_size = fresh_memo_size;
 	}
 	for (int n = 0; n < fresh_memo_size; n++)
 	{
 		int			i = (fresh_memo_next + n) % fresh_memo_size;
 
-		if (fresh_memo[i].pins == 0)
+		if (fresh_memo[i]->pins == 0)
 		{
 			fresh_memo_next = (i + 1) % fresh_memo_size;
-			return &fresh_memo[i];
+			return fresh_memo[i];
 		}
 	}
 	fresh_memo_size = old_size * 2;
-	fresh_memo = repalloc(fresh_memo, fresh_memo_size * sizeof(FreshMemo));
-	memset(fresh_memo + old_size, 0, old_size * sizeof(FreshMemo));
+	fresh_memo = repalloc(fresh_memo, fresh_memo_size * sizeof(FreshMemo *));
+	for (int i = old_size; i < fresh_memo_size; i++)
+		fresh_memo[i] = MemoryContextAllocZero(TopMemoryContext, sizeof(FreshMemo));
 	fresh_memo_next = (old_size + 1) % fresh_memo_size;
-	return &fresh_memo[old_size];
+	return fresh_memo[old_size];
 }
 
 /* When a wait for capture last timed out in this backend */
@@ -782,14 +790,14 @@ get_read_branch(Oid viewid, bool guard)
 		return MV_READ_LIVE;
 	for (i = 0; i < fresh_memo_size; i++)
 	{
-		if (memo_matches(&fresh_memo[i], viewid, snap) &&
-			fresh_memo[i].read_path == mvinc_read_path_mode)
-			return fresh_memo[i].branch;
+		if (memo_matches(fresh_memo[i], viewid, snap) &&
+			fresh_memo[i]->read_path == mvinc_read_path_mode)
+			return fresh_memo[i]->branch;
 	}
 	for (i = 0; guard && i < fresh_memo_size; i++)
 	{
-		if (memo_matches(&fresh_memo[i], viewid, snap) && fresh_memo[i].pins > 0)
-			return fresh_memo[i].branch;
+		if (memo_matches(fresh_memo[i], viewid, snap) && fresh_memo[i]->pins > 0)
+			return fresh_memo[i]->branch;
 	}
 	branch = compute_branch(viewid, &changes, &delta_snapshot, &key);
 
@@ -843,9 +851,9 @@ static FreshMemo *
 pinned_entry(MvReadPin pin)
 {
 	if (pin.memo < 0 || pin.memo >= fresh_memo_size ||
-		fresh_memo[pin.memo].decision != pin.decision || fresh_memo[pin.memo].pins == 0)
+		fresh_memo[pin.memo]->decision != pin.decision || fresh_memo[pin.memo]->pins == 0)
 		return NULL;
-	return &fresh_memo[pin.memo];
+	return fresh_memo[pin.memo];
 }
 
 /*
@@ -859,12 +867,12 @@ MvPinReadBranch(Oid viewid, Snapshot snap)
 
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
-		if (memo_matches(&fresh_memo[i], viewid, snap) &&
-			fresh_memo[i].read_path == mvinc_read_path_mode)
+		if (memo_matches(fresh_memo[i], viewid, snap) &&
+			fresh_memo[i]->read_path == mvinc_read_path_mode)
 		{
-			fresh_memo[i].pins++;
+			fresh_memo[i]->pins++;
 			pin.memo = i;
-			pin.decision = fresh_memo[i].decision;
+			pin.decision = fresh_memo[i]->decision;
 			break;
 		}
 	}
@@ -957,7 +965,7 @@ MvUnpinReadBranches(void)
 {
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
-		FreshMemo  *m = &fresh_memo[i];
+		FreshMemo  *m = fresh_memo[i];
 
 		m->pins = 0;
 		memo_forget_deltas(m);
@@ -980,7 +988,7 @@ MvForgetReadDecisions(SubTransactionId subid)
 		n_running_arms--;
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
-		FreshMemo  *m = &fresh_memo[i];
+		FreshMemo  *m = fresh_memo[i];
 
 		if (m->pins > 0)
 			continue;
@@ -1115,8 +1123,8 @@ MvHybridDeltaRows(Oid viewid, Snapshot snap, MvDeltaFilter *filter)
 		return memo_delta(running, filter);
 	for (int i = 0; i < fresh_memo_size; i++)
 	{
-		if (memo_matches(&fresh_memo[i], viewid, snap))
-			return memo_delta(&fresh_memo[i], filter);
+		if (memo_matches(fresh_memo[i], viewid, snap))
+			return memo_delta(fresh_memo[i], filter);
 	}
 	/* not memoized (a direct call): whether the delta has updates, ask anew */
 	{
