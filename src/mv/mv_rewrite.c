@@ -209,6 +209,22 @@ picks_among_equals(Aggref *agg)
 	return !MvTypeImageStable(agg->aggtype, arg ? exprTypmod(arg) : -1, agg->aggcollid);
 }
 
+/*
+ * Does the expression hold an aggregate whose value the rewrite never
+ * takes from a view (float_sum, picks_among_equals)?  A view's expression
+ * over one holds the view's value of it.
+ */
+static bool
+order_dependent_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref) &&
+		(float_sum((Aggref *) node) || picks_among_equals((Aggref *) node)))
+		return true;
+	return expression_tree_walker(node, order_dependent_walker, context);
+}
+
 /* A plain aggregate call fn(arg) returning restype, collations assigned */
 static Node *
 make_agg(Oid fn, Node *arg, Oid restype)
@@ -426,12 +442,18 @@ map_mutator(Node *node, MapCtx *ctx)
 
 	if (node == NULL || m->why != NULL)
 		return NULL;
-	/* one of the view's expressions over aggregates, as it is */
+	/*
+	 * One of the view's expressions over aggregates, as it is; not over an
+	 * aggregate the view's value of which may differ from the query's
+	 * (sum(f) * 1 of a float f: the view added in another order), whose
+	 * parts are then mapped and refused below
+	 */
 	if (!m->rollup && !ctx->in_where && m->keys_identity &&
 		!IsA(node, Var) && !IsA(node, Const))
 	{
 		forboth(lc, m->shown, la, m->shownatts)
-			if (!IsA(lfirst(lc), Aggref) && equal(lfirst(lc), node))
+			if (!IsA(lfirst(lc), Aggref) && equal(lfirst(lc), node) &&
+				!order_dependent_walker(node, NULL))
 				return view_var(m, lfirst_int(la));
 	}
 	forboth(lc, m->keys, la, m->keyatts)
