@@ -240,7 +240,6 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 	int			ncols;
 	TupleDesc	desc;
 	Tuplestorestate *store;
-	EphemeralNamedRelation enr;
 	StringInfoData casts;
 	uint64		nrows;
 	uint64		r;
@@ -450,15 +449,7 @@ mvinc_history_pending(PG_FUNCTION_ARGS)
 			tup = toast_flatten_tuple(tup, desc);
 		tuplestore_puttuple(store, tup);
 	}
-	enr = palloc0(sizeof(EphemeralNamedRelationData));
-	enr->md.name = PENDING_ENR;
-	enr->md.reliddesc = InvalidOid;
-	enr->md.tupdesc = CreateTupleDescCopy(desc);
-	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = nrows;
-	enr->reldata = store;
-	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
-		elog(ERROR, "could not register the pending changes of history view %u", viewid);
+	MvRegisterRows(PENDING_ENR, desc, store, nrows);
 	initStringInfo(&casts);
 	for (c = 0; c < ncols; c++)
 	{

@@ -16,6 +16,7 @@
 #include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
 #include "utils/snapshot.h"
+#include "utils/tuplestore.h"
 #include "access/htup.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
@@ -448,6 +449,8 @@ typedef struct MvDeltaRows
 extern bool MvHybridCapable(MvDef *def);
 extern bool MvHybridCanReplace(MvDef *def);
 extern bool MvHybridReaderMaySee(MvDef *def, Oid userid);
+extern void MvRegisterRows(const char *name, TupleDesc desc, Tuplestorestate *store,
+						   uint64 nrows);
 extern int64 MvHybridMaxDeltaRows(Oid sourceid);
 
 /*

@@ -245,6 +245,25 @@ without_first_column(TupleDesc desc)
 }
 
 /*
+ * Make store's rows (desc, nrows of them) readable by name in the SPI
+ * connection's later queries, as an ephemeral named relation
+ */
+void
+MvRegisterRows(const char *name, TupleDesc desc, Tuplestorestate *store, uint64 nrows)
+{
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+
+	enr->md.name = pstrdup(name);
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = CreateTupleDescCopy(desc);
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = nrows;
+	enr->reldata = store;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "could not register the rows of \"%s\"", name);
+}
+
+/*
  * Run the replacing query (replacing_sql) over the delta's change-log rows,
  * fetched by query fetch (its parameters the filter's arrays) under
  * snapshot latest; the rows go into *rows,
@@ -255,7 +274,6 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, MvDeltaFilter *
 				  Snapshot latest, MvDeltaRows *rows, MemoryContext outer)
 {
 	Tuplestorestate *store;
-	EphemeralNamedRelation enr;
 	char	   *base;
 	TupleDesc	desc;
 	Datum	   *values;
@@ -268,15 +286,7 @@ compute_replacing(MvDef *def, MvCatalog *cat, const char *fetch, MvDeltaFilter *
 	store = tuplestore_begin_heap(false, false, work_mem);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		tuplestore_puttuple(store, SPI_tuptable->vals[i]);
-	enr = palloc0(sizeof(EphemeralNamedRelationData));
-	enr->md.name = DELTA_ENR;
-	enr->md.reliddesc = InvalidOid;
-	enr->md.tupdesc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = SPI_processed;
-	enr->reldata = store;
-	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
-		elog(ERROR, "could not register the delta of materialized view %u", cat->viewid);
+	MvRegisterRows(DELTA_ENR, SPI_tuptable->tupdesc, store, SPI_processed);
 
 	/*
 	 * The stored states: the storage, merged with appended ones if any,
